@@ -1,0 +1,26 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "EventLog",
+    products: [
+        .library(name: "EventLog", targets: ["EventLog"]),
+        .executable(name: "eventlog", targets: ["eventlog"]),
+    ],
+    targets: [
+        // liblmdb from the system (Debian: liblmdb-dev).
+        .systemLibrary(
+            name: "CLMDB",
+            pkgConfig: "lmdb",
+            providers: [.apt(["liblmdb-dev"])]
+        ),
+        // The log, its records, state values, snapshots and verification.
+        .target(name: "EventLog", dependencies: ["CLMDB"]),
+        // The `eventlog` commands: a pure parser and a runner, testable in-process.
+        .target(name: "EventLogCLI", dependencies: ["EventLog"]),
+        .executableTarget(name: "eventlog", dependencies: ["EventLogCLI"]),
+
+        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "CLMDB"]),
+        .testTarget(name: "EventLogCLITests", dependencies: ["EventLogCLI", "EventLog"]),
+    ]
+)

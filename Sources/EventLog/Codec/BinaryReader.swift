@@ -1,0 +1,87 @@
+/// Why a stored record could not be decoded.
+public struct DecodingError: Error, Hashable, CustomStringConvertible {
+    public let reason: String
+    public var description: String { reason }
+    init(_ reason: String) { self.reason = reason }
+}
+
+/// Reads the encoding written by `BinaryWriter` from borrowed bytes, never past their end.
+/// Every read that would overrun, and every malformed varint, throws `DecodingError`.
+struct BinaryReader {
+    let bytes: UnsafeRawBufferPointer
+    private(set) var offset: Int
+
+    init(_ bytes: UnsafeRawBufferPointer, offset: Int = 0) {
+        self.bytes = bytes
+        self.offset = offset
+    }
+
+    var isAtEnd: Bool { offset >= bytes.count }
+    var remaining: Int { bytes.count - offset }
+
+    mutating func byte() throws(DecodingError) -> UInt8 {
+        guard offset < bytes.count else { throw DecodingError("truncated at byte \(offset)") }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    mutating func varint() throws(DecodingError) -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let b = try byte()
+            if shift == 63 && b > 1 { throw DecodingError("varint overflows 64 bits at byte \(offset)") }
+            result |= UInt64(b & 0x7F) << shift
+            if b < 0x80 { return result }
+            shift += 7
+        }
+    }
+
+    mutating func count() throws(DecodingError) -> Int {
+        let value = try varint()
+        guard value <= UInt64(remaining) else { throw DecodingError("length \(value) exceeds the \(remaining) bytes left") }
+        return Int(value)
+    }
+
+    mutating func int() throws(DecodingError) -> Int {
+        let value = try varint()
+        guard value <= UInt64(Int.max) else { throw DecodingError("integer \(value) out of range") }
+        return Int(value)
+    }
+
+    mutating func signed() throws(DecodingError) -> Int64 {
+        let raw = try varint()
+        return Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1)))
+    }
+
+    mutating func fixed32() throws(DecodingError) -> UInt32 {
+        guard remaining >= 4 else { throw DecodingError("truncated at byte \(offset)") }
+        defer { offset += 4 }
+        return UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+    }
+
+    mutating func fixed64() throws(DecodingError) -> UInt64 {
+        guard remaining >= 8 else { throw DecodingError("truncated at byte \(offset)") }
+        defer { offset += 8 }
+        return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+    }
+
+    mutating func string() throws(DecodingError) -> String {
+        let length = try count()
+        defer { offset += length }
+        return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length]), as: UTF8.self)
+    }
+
+    /// Skips `length` bytes.
+    mutating func skip(_ length: Int) throws(DecodingError) {
+        guard length <= remaining else { throw DecodingError("truncated at byte \(offset)") }
+        offset += length
+    }
+
+    /// A sub-view of the next `length` bytes, consumed from this reader.
+    mutating func slice(_ length: Int) throws(DecodingError) -> UnsafeRawBufferPointer {
+        guard length <= remaining else { throw DecodingError("truncated at byte \(offset)") }
+        defer { offset += length }
+        return UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length])
+    }
+}

@@ -1,0 +1,81 @@
+/// Where an event came from. Taps, URLs, tests and capture scripts all reach the same apply
+/// step; the origin is the only thing that tells them apart.
+public enum Origin: String, Sendable, Hashable, CaseIterable {
+    case tap, url, test, capture, system
+}
+
+/// What became of a step when it was applied.
+public enum Outcome: Sendable, Hashable {
+    /// The step changed the state; the event's write set says how.
+    case applied
+    /// The step was not applied: its guard failed, or it would have changed nothing.
+    case skipped(reason: String)
+    /// A newer plan interrupted this one before the step ran.
+    case cancelled
+
+    /// `applied`, `skipped` or `cancelled`.
+    public var name: String {
+        switch self {
+        case .applied: "applied"
+        case .skipped: "skipped"
+        case .cancelled: "cancelled"
+        }
+    }
+}
+
+/// The plan or command an event belongs to: its id, the step index inside it, and the text
+/// that started it (a URL, a command line), if any.
+public struct Cause: Sendable, Hashable {
+    public var id: String
+    public var step: Int
+    public var source: String
+
+    public init(id: String, step: Int = 0, source: String = "") {
+        self.id = id
+        self.step = step
+        self.source = source
+    }
+}
+
+/// An event as appended: everything but the sequence number, time and checksum, which the
+/// store assigns.
+public struct Event: Sendable, Hashable {
+    /// The family of state the event belongs to, such as `messenger` or `deploys`.
+    public var stream: String
+    /// The name of the change, such as `clearListFilter`.
+    public var type: String
+    public var origin: Origin
+    public var cause: Cause?
+    public var outcome: Outcome
+    /// The event's arguments, free-form.
+    public var payload: StateValue
+    /// Every write the event made, in order. Empty unless the outcome is `applied`.
+    public var writes: [Write]
+
+    public init(stream: String, type: String, origin: Origin = .system, cause: Cause? = nil,
+                outcome: Outcome = .applied, payload: StateValue = .null, writes: [Write] = []) {
+        self.stream = stream
+        self.type = type
+        self.origin = origin
+        self.cause = cause
+        self.outcome = outcome
+        self.payload = payload
+        self.writes = writes
+    }
+}
+
+/// An event as stored: its dense sequence number (from 1), the time it was appended, and the
+/// CRC-32C that covers the sequence number and every stored byte of the record.
+public struct EventRecord: Sendable, Hashable {
+    public var seq: UInt64
+    public var time: Timestamp
+    public var event: Event
+    public var checksum: UInt32
+
+    public init(seq: UInt64, time: Timestamp, event: Event, checksum: UInt32) {
+        self.seq = seq
+        self.time = time
+        self.event = event
+        self.checksum = checksum
+    }
+}

@@ -1,0 +1,115 @@
+/// The JSON form of records: what `eventlog show --json` and `export` print and `import`
+/// reads. Keys are sorted; a write's `old` or `new` is left out when absent.
+extension EventRecord {
+    public var jsonValue: StateValue {
+        var object = StateObject()
+        if let cause = event.cause {
+            object["cause"] = ["id": .string(cause.id), "source": .string(cause.source), "step": .int(Int64(cause.step))]
+        }
+        object["checksum"] = .string(RecordCodec.hex(checksum))
+        object["origin"] = .string(event.origin.rawValue)
+        object["outcome"] = .string(event.outcome.name)
+        object["payload"] = event.payload
+        if case .skipped(let reason) = event.outcome { object["reason"] = .string(reason) }
+        object["seq"] = .int(Int64(seq))
+        object["stream"] = .string(event.stream)
+        object["time"] = .string(time.description)
+        object["type"] = .string(event.type)
+        object["writes"] = .array(event.writes.map(\.jsonValue))
+        return .object(object)
+    }
+}
+
+extension Write {
+    public var jsonValue: StateValue {
+        var object = StateObject()
+        if let new { object["new"] = new }
+        if let old { object["old"] = old }
+        object["path"] = .string(path.description)
+        return .object(object)
+    }
+
+    /// Reads `{"path": …, "old": …, "new": …}`.
+    public init(json: StateValue) throws(RecordFormatError) {
+        let object = try RecordFormatError.object(json, "write")
+        try RecordFormatError.onlyKeys(object, ["path", "old", "new"], in: "write")
+        guard let text = object["path"]?.stringValue else { throw RecordFormatError("write needs a string \"path\"") }
+        do { self.init(try StatePath(parsing: text), old: object["old"], new: object["new"]) } catch {
+            throw RecordFormatError("write path \"\(text)\": \(error)")
+        }
+    }
+}
+
+/// A JSON record that does not describe an event.
+public struct RecordFormatError: Error, Hashable, CustomStringConvertible {
+    public let reason: String
+    public var description: String { reason }
+    init(_ reason: String) { self.reason = reason }
+
+    static func object(_ value: StateValue, _ what: String) throws(RecordFormatError) -> StateObject {
+        guard let object = value.objectValue else { throw RecordFormatError("\(what) must be a JSON object, not \(value.kindName)") }
+        return object
+    }
+
+    static func onlyKeys(_ object: StateObject, _ allowed: Set<String>, in what: String) throws(RecordFormatError) {
+        if let unknown = object.keys.first(where: { !allowed.contains($0) }) {
+            throw RecordFormatError("unknown key \"\(unknown)\" in \(what)")
+        }
+    }
+}
+
+/// An event read from its JSON form, with the seq and time it carried, if any.
+public struct ImportedEvent: Sendable, Hashable {
+    public var seq: UInt64?
+    public var time: Timestamp?
+    public var event: Event
+
+    /// Reads the JSON form written by `EventRecord.jsonValue`. `stream` and `type` are
+    /// required; `origin` defaults to `system`, `outcome` to `applied`, `payload` to null.
+    /// A `checksum` is accepted and ignored: the store computes its own.
+    public init(json: StateValue) throws(RecordFormatError) {
+        let object = try RecordFormatError.object(json, "event")
+        try RecordFormatError.onlyKeys(object, ["seq", "time", "checksum", "stream", "type", "origin", "cause", "outcome", "reason", "payload", "writes"], in: "event")
+        func string(_ key: String) throws(RecordFormatError) -> String? {
+            guard let value = object[key] else { return nil }
+            guard let string = value.stringValue else { throw RecordFormatError("\"\(key)\" must be a string") }
+            return string
+        }
+        guard let stream = try string("stream"), !stream.isEmpty else { throw RecordFormatError("event needs a non-empty string \"stream\"") }
+        guard let type = try string("type"), !type.isEmpty else { throw RecordFormatError("event needs a non-empty string \"type\"") }
+        var event = Event(stream: stream, type: type, payload: object["payload"] ?? .null)
+        if let name = try string("origin") {
+            guard let origin = Origin(rawValue: name) else {
+                throw RecordFormatError("unknown origin \"\(name)\" (expected \(Origin.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            event.origin = origin
+        }
+        switch try string("outcome") ?? "applied" {
+        case "applied": event.outcome = .applied
+        case "cancelled": event.outcome = .cancelled
+        case "skipped": event.outcome = .skipped(reason: try string("reason") ?? "")
+        case let other: throw RecordFormatError("unknown outcome \"\(other)\" (expected applied, skipped, cancelled)")
+        }
+        if let cause = object["cause"] {
+            let fields = try RecordFormatError.object(cause, "cause")
+            try RecordFormatError.onlyKeys(fields, ["id", "step", "source"], in: "cause")
+            guard let id = fields["id"]?.stringValue else { throw RecordFormatError("cause needs a string \"id\"") }
+            let step = fields["step"]?.intValue ?? 0
+            guard step >= 0 else { throw RecordFormatError("cause step must not be negative") }
+            event.cause = Cause(id: id, step: Int(step), source: fields["source"]?.stringValue ?? "")
+        }
+        if let writes = object["writes"] {
+            guard let list = writes.arrayValue else { throw RecordFormatError("\"writes\" must be an array") }
+            event.writes = try list.map { (json) throws(RecordFormatError) in try Write(json: json) }
+        }
+        if let seq = object["seq"] {
+            guard let value = seq.intValue, value > 0 else { throw RecordFormatError("\"seq\" must be a positive integer") }
+            self.seq = UInt64(value)
+        }
+        if let text = try string("time") {
+            guard let time = Timestamp(rfc3339: text) else { throw RecordFormatError("\"time\" is not RFC 3339: \(text)") }
+            self.time = time
+        }
+        self.event = event
+    }
+}

@@ -1,0 +1,300 @@
+import Foundation
+
+/// The append-only event log in one LMDB environment, and the state its events fold into.
+///
+/// Guarantees:
+/// - Sequence numbers are dense from 1. A batch of appends commits whole or not at all.
+/// - Every write's old value matches the state it is applied to, so the state after any
+///   event is exactly the fold of the write sets before it; a mismatching write set is
+///   refused with nothing appended.
+/// - A keyframe (the whole state) is stored after every `keyframeInterval`-th event, so the
+///   state after any event N costs one keyframe decode plus fewer than `keyframeInterval`
+///   write sets, never a fold from the start.
+/// - Every record and keyframe carries a CRC-32C checked on every read.
+/// - One writer at a time across threads and processes; readers never block. Appends from
+///   another process are picked up at the start of each write transaction.
+public final class EventStore: @unchecked Sendable {
+    /// The newest storage format this build reads and the one it writes.
+    public static let formatVersion: UInt32 = 1
+
+    public struct Options: Sendable {
+        public var readOnly = false
+        public var durability: Environment.Durability = .full
+        /// The map size a new environment starts with; it grows on demand.
+        public var initialMapSize = 64 << 20
+        /// Events between keyframes, fixed when the database is created.
+        public var keyframeInterval: UInt64 = 256
+        /// Where event times come from.
+        public var clock: Clock = .system
+
+        public init() {}
+    }
+
+    public let environment: Environment
+    public let keyframeInterval: UInt64
+    let events: Database
+    let keyframes: Database
+    private let meta: Database
+    private let clock: Clock
+
+    /// The newest state this process knows of, and the seq it follows. Guarded by `lock`,
+    /// which also serialises this process's writers.
+    private var tip: (seq: UInt64, state: StateValue) = (0, .emptyObject)
+    private let lock = NSLock()
+
+    private enum MetaKey {
+        static let format = "format"
+        static let keyframeInterval = "keyframeInterval"
+    }
+
+    /// Opens the event log in directory `path`, creating it unless `options.readOnly`.
+    public init(path: String, options: Options = Options()) throws {
+        var isDirectory: ObjCBool = false
+        let exists = FileManager.default.fileExists(atPath: path + "/data.mdb", isDirectory: &isDirectory)
+        if options.readOnly && !exists { throw EventStoreError.notFound(path: path) }
+
+        var environmentOptions = Environment.Options()
+        environmentOptions.readOnly = options.readOnly
+        environmentOptions.durability = options.durability
+        environmentOptions.mapSize = options.initialMapSize
+        environment = try Environment(path: path, options: environmentOptions)
+        clock = options.clock
+
+        let open = { (txn: borrowing Transaction, create: Bool) throws -> (Database, Database, Database, UInt32?, UInt64?) in
+            guard let meta = try txn.openDatabase(named: "meta", create: create),
+                  let events = try txn.openDatabase(named: "events", create: create),
+                  let keyframes = try txn.openDatabase(named: "keyframes", create: create)
+            else { throw EventStoreError.notAnEventLog(path: path) }
+            let format = try txn.get(meta, key: MetaKey.format).map { try Self.readUInt32($0) }
+            let interval = try txn.get(meta, key: MetaKey.keyframeInterval).map { UInt64(try Self.readUInt32($0)) }
+            if let format, format > Self.formatVersion {
+                throw EventStoreError.newerFormat(found: format, supported: Self.formatVersion)
+            }
+            if create && format == nil {
+                guard try txn.count(events) == 0 else { throw EventStoreError.notAnEventLog(path: path) }
+                try txn.put(meta, key: MetaKey.format, value: Self.formatVersion)
+                try txn.put(meta, key: MetaKey.keyframeInterval, value: UInt32(options.keyframeInterval))
+                return (meta, events, keyframes, Self.formatVersion, options.keyframeInterval)
+            }
+            return (meta, events, keyframes, format, interval)
+        }
+        let opened = try options.readOnly ? environment.read { try open($0, false) } : environment.write { try open($0, true) }
+        guard opened.3 != nil, let interval = opened.4, interval > 0 else { throw EventStoreError.notAnEventLog(path: path) }
+        (meta, events, keyframes) = (opened.0, opened.1, opened.2)
+        keyframeInterval = interval
+        tip = try environment.read { txn in
+            let last = try lastSeq(in: txn)
+            return (last, try state(after: last, in: txn))
+        }
+    }
+
+    private static func readUInt32(_ bytes: UnsafeRawBufferPointer) throws -> UInt32 {
+        guard bytes.count == 4 else { throw EventStoreError.corruptRecord(seq: 0, reason: "meta value of \(bytes.count) bytes") }
+        return UInt32(littleEndian: bytes.loadUnaligned(as: UInt32.self))
+    }
+
+    // MARK: Appending
+
+    /// Appends one event and returns its sequence number.
+    @discardableResult
+    public func append(_ event: Event) throws -> UInt64 {
+        try transact { try $0.append(event) }
+    }
+
+    /// Appends events in one transaction and returns their sequence numbers.
+    @discardableResult
+    public func append(contentsOf events: some Sequence<Event>) throws -> ClosedRange<UInt64>? {
+        try transact { batch in
+            let first = batch.lastSeq + 1
+            for event in events { try batch.append(event) }
+            return batch.lastSeq >= first ? first...batch.lastSeq : nil
+        }
+    }
+
+    /// Runs `body` inside one write transaction with a batch that sees the newest state:
+    /// compute write sets from `batch.state`, append, and everything commits together when
+    /// `body` returns (or nothing does, if it throws).
+    ///
+    /// `body` may run more than once (when the map must grow), so it must not have side
+    /// effects outside the batch.
+    @discardableResult
+    public func transact<R>(_ body: (inout AppendBatch) throws -> R) throws -> R {
+        guard !environment.isReadOnly else { throw EventStoreError.readOnly }
+        lock.lock()
+        defer { lock.unlock() }
+        var newTip = tip
+        let result = try environment.write { txn in
+            let last = try lastSeq(in: txn)
+            let start: (seq: UInt64, state: StateValue) = last == tip.seq ? tip : (last, try state(after: last, in: txn))
+            var batch = AppendBatch(store: self, transaction: txn.handle, seq: start.seq, state: start.state)
+            let result = try body(&batch)
+            newTip = (batch.lastSeq, batch.state)
+            return result
+        }
+        tip = newTip
+        return result
+    }
+
+    func now() -> Timestamp { clock.now() }
+
+    // MARK: Reading
+
+    /// The state after the newest event (an empty object for an empty log).
+    public var currentState: StateValue {
+        get throws {
+            try environment.read { txn in try state(after: try lastSeq(in: txn), in: txn) }
+        }
+    }
+
+    /// The sequence number of the newest event; 0 when the log is empty.
+    public func lastSeq() throws -> UInt64 {
+        try environment.read { try lastSeq(in: $0) }
+    }
+
+    /// The sequence number of the oldest event; `nil` when the log is empty.
+    public func firstSeq() throws -> UInt64? {
+        try environment.read { txn in
+            try txn.withCursor(events) { cursor in try cursor.first().map { try RecordCodec.seq(fromKey: $0.key) } }
+        }
+    }
+
+    /// The number of keyframes stored.
+    public func keyframeCount() throws -> Int {
+        try environment.read { try $0.count(keyframes) }
+    }
+
+    /// The record with sequence number `seq`, or `nil` when there is none.
+    public func record(_ seq: UInt64) throws -> EventRecord? {
+        try environment.read { txn in
+            guard let bytes = try RecordCodec.withKey(seq, { try txn.get(events, key: $0) }) else { return nil }
+            return try Self.decode(bytes, seq: seq)
+        }
+    }
+
+    /// Calls `body` with each record from `from` through `to` (inclusive, clamped to the log),
+    /// in order, inside one read transaction; `body` returns `false` to stop early.
+    public func forEachRecord(from: UInt64 = 1, to: UInt64 = .max, _ body: (EventRecord) throws -> Bool) throws {
+        try environment.read { txn in
+            try txn.withCursor(events) { cursor in
+                var entry = try RecordCodec.withKey(from) { try cursor.seek(atOrAfter: $0) }
+                while let current = entry {
+                    let seq = try RecordCodec.seq(fromKey: current.key)
+                    if seq > to { break }
+                    guard try body(try Self.decode(current.value, seq: seq)) else { break }
+                    entry = try cursor.next()
+                }
+            }
+        }
+    }
+
+    /// The state right after event `seq` (0 gives the empty state before the first event):
+    /// the nearest keyframe at or before it plus the write sets after that keyframe.
+    public func snapshot(after seq: UInt64) throws -> StateValue {
+        try environment.read { txn in try state(after: seq, in: txn) }
+    }
+
+    func lastSeq(in txn: borrowing Transaction) throws -> UInt64 {
+        try txn.withCursor(events) { cursor in try cursor.last().map { try RecordCodec.seq(fromKey: $0.key) } ?? 0 }
+    }
+
+    func state(after seq: UInt64, in txn: borrowing Transaction) throws -> StateValue {
+        let last = try lastSeq(in: txn)
+        guard seq <= last else { throw EventStoreError.noSuchEvent(seq: seq, last: last) }
+        var (base, state) = try keyframe(atOrBefore: seq, in: txn)
+        // A writer of this process holds the lock and has its own newer state; others may
+        // start from the tip when it is closer than the keyframe.
+        if lock.try() {
+            let known = tip
+            lock.unlock()
+            if known.seq <= seq, known.seq > base { (base, state) = known }
+        }
+        guard base < seq else { return state }
+        try txn.withCursor(events) { cursor in
+            var entry = try RecordCodec.withKey(base + 1) { try cursor.seek(atOrAfter: $0) }
+            var expected = base + 1
+            while let current = entry, expected <= seq {
+                let writes: [Write]
+                do {
+                    guard try RecordCodec.seq(fromKey: current.key) == expected else {
+                        throw DecodingError("the sequence has a gap before \(expected)")
+                    }
+                    writes = try RecordCodec.decodeWrites(current.value, seq: expected)
+                } catch let error as DecodingError {
+                    throw EventStoreError.corruptRecord(seq: expected, reason: error.reason)
+                }
+                do throws(StateError) { try state.apply(writes) } catch { throw EventStoreError.invalidWrite(error) }
+                expected += 1
+                entry = try cursor.next()
+            }
+        }
+        return state
+    }
+
+    /// The newest keyframe at or before `seq`, or the empty state at 0.
+    func keyframe(atOrBefore seq: UInt64, in txn: borrowing Transaction) throws -> (UInt64, StateValue) {
+        try txn.withCursor(keyframes) { cursor in
+            var entry = try RecordCodec.withKey(seq) { try cursor.seek(atOrAfter: $0) }
+            if let found = entry, try RecordCodec.seq(fromKey: found.key) != seq {
+                entry = try cursor.previous()
+            } else if entry == nil {
+                entry = try cursor.last()
+            }
+            guard let entry else { return (0, .emptyObject) }
+            let at = try RecordCodec.seq(fromKey: entry.key)
+            do throws(DecodingError) {
+                return (at, try RecordCodec.decodeKeyframe(entry.value, seq: at))
+            } catch {
+                throw EventStoreError.corruptKeyframe(seq: at, reason: error.reason)
+            }
+        }
+    }
+
+    static func decode(_ bytes: UnsafeRawBufferPointer, seq: UInt64) throws -> EventRecord {
+        do throws(DecodingError) { return try RecordCodec.decode(bytes, seq: seq) } catch { throw EventStoreError.corruptRecord(seq: seq, reason: error.reason) }
+    }
+}
+
+/// The appends of one write transaction, lent by `EventStore.transact`.
+public struct AppendBatch: ~Copyable {
+    private let store: EventStore
+    private let transaction: OpaquePointer
+    private var writer = BinaryWriter(capacity: 512)
+    /// The sequence number of the newest event, including those appended by this batch.
+    public private(set) var lastSeq: UInt64
+    /// The state after `lastSeq`, including this batch's writes.
+    public private(set) var state: StateValue
+
+    init(store: EventStore, transaction: OpaquePointer, seq: UInt64, state: StateValue) {
+        self.store = store
+        self.transaction = transaction
+        self.lastSeq = seq
+        self.state = state
+    }
+
+    /// Appends `event` after checking that every write's old value matches the state, and
+    /// returns its sequence number. `time` defaults to the store's clock.
+    @discardableResult
+    public mutating func append(_ event: Event, time: Timestamp? = nil) throws -> UInt64 {
+        for write in event.writes {
+            let actual = state[write.path]
+            guard actual == write.old else {
+                throw EventStoreError.staleWrite(path: write.path, expected: write.old, actual: actual)
+            }
+            do throws(StateError) { try state.apply(write) } catch { throw EventStoreError.invalidWrite(error) }
+        }
+        let seq = lastSeq + 1
+        let txn = Transaction(handle: transaction)
+        RecordCodec.encode(event, seq: seq, time: time ?? store.now(), into: &writer)
+        try RecordCodec.withKey(seq) { key in
+            try writer.bytes.withUnsafeBytes { try txn.put(store.events, key: key, value: $0, append: true) }
+        }
+        if seq % store.keyframeInterval == 0 {
+            RecordCodec.encodeKeyframe(state, seq: seq, into: &writer)
+            try RecordCodec.withKey(seq) { key in
+                try writer.bytes.withUnsafeBytes { try txn.put(store.keyframes, key: key, value: $0, append: true) }
+            }
+        }
+        lastSeq = seq
+        return seq
+    }
+}

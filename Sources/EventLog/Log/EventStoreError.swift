@@ -1,0 +1,42 @@
+/// Why the event store refused an operation. Each case describes itself in one line.
+public enum EventStoreError: Error, Hashable, CustomStringConvertible {
+    /// No database exists at the path (read-only opens never create one).
+    case notFound(path: String)
+    /// The path holds an LMDB environment that is not an event log.
+    case notAnEventLog(path: String)
+    /// The database was written by a newer version of EventLog.
+    case newerFormat(found: UInt32, supported: UInt32)
+    /// A stored record failed its checksum or could not be decoded.
+    case corruptRecord(seq: UInt64, reason: String)
+    /// A stored keyframe failed its checksum or could not be decoded.
+    case corruptKeyframe(seq: UInt64, reason: String)
+    /// A write's old value is not what the state holds: the write set was computed against
+    /// another state. Nothing was appended.
+    case staleWrite(path: StatePath, expected: StateValue?, actual: StateValue?)
+    /// A write does not fit the shape of the state. Nothing was appended.
+    case invalidWrite(StateError)
+    /// The sequence number is outside the log.
+    case noSuchEvent(seq: UInt64, last: UInt64)
+    /// The store was opened read-only.
+    case readOnly
+    /// LMDB reported an error.
+    case storage(LMDBError)
+
+    public var description: String {
+        switch self {
+        case .notFound(let path): "no event log at \(path)"
+        case .notAnEventLog(let path): "\(path) is an LMDB environment but not an event log"
+        case .newerFormat(let found, let supported):
+            "the database has format version \(found), newer than the \(supported) this build reads; upgrade eventlog"
+        case .corruptRecord(let seq, let reason): "record \(seq) is corrupt: \(reason)"
+        case .corruptKeyframe(let seq, let reason): "keyframe at \(seq) is corrupt: \(reason)"
+        case .staleWrite(let path, let expected, let actual):
+            "stale write at \(path): the write set expects \(expected?.json() ?? "absent") but the state holds \(actual?.json() ?? "absent")"
+        case .invalidWrite(let error): "invalid write: \(error)"
+        case .noSuchEvent(let seq, let last):
+            last == 0 ? "no event \(seq): the log is empty" : "no event \(seq): the log holds 1…\(last)"
+        case .readOnly: "the event log is open read-only"
+        case .storage(let error): "storage error: \(error)"
+        }
+    }
+}

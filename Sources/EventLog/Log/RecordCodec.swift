@@ -1,0 +1,168 @@
+/// The stored layout of an event record (format version 1). Keys are the sequence number as
+/// 8 big-endian bytes; the value is:
+///
+///     signed   time (µs since 1970)
+///     string   stream · string type · byte origin
+///     byte     0 no cause | 1 then string id, varint step, string source
+///     byte     0 applied | 1 skipped, then string reason | 2 cancelled
+///     fixed32  payload length (LE), then the payload value
+///     varint   write count, then per write: path, old value or absent, new value or absent
+///     fixed32  CRC-32C of the 8 key bytes followed by every byte above
+///
+/// Keyframes are stored the same way under the seq they follow: a value, then its CRC-32C.
+enum RecordCodec {
+    static func withKey<R>(_ seq: UInt64, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try withUnsafeBytes(of: seq.bigEndian, body)
+    }
+
+    static func seq(fromKey key: UnsafeRawBufferPointer) throws(DecodingError) -> UInt64 {
+        guard key.count == 8 else { throw DecodingError("key of \(key.count) bytes, expected 8") }
+        return UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
+    }
+
+    /// Encodes a record into `writer` (which it resets) and returns its checksum.
+    @discardableResult
+    static func encode(_ event: Event, seq: UInt64, time: Timestamp, into writer: inout BinaryWriter) -> UInt32 {
+        writer.reset()
+        writer.signed(time.microsecondsSince1970)
+        writer.string(event.stream)
+        writer.string(event.type)
+        writer.byte(event.origin.code)
+        if let cause = event.cause {
+            writer.byte(1)
+            writer.string(cause.id)
+            writer.varint(cause.step)
+            writer.string(cause.source)
+        } else {
+            writer.byte(0)
+        }
+        switch event.outcome {
+        case .applied: writer.byte(0)
+        case .skipped(let reason):
+            writer.byte(1)
+            writer.string(reason)
+        case .cancelled: writer.byte(2)
+        }
+        let payloadLength = writer.reserveLength()
+        writer.value(event.payload)
+        writer.patchLength(at: payloadLength)
+        writer.varint(event.writes.count)
+        for write in event.writes {
+            writer.path(write.path)
+            writer.optionalValue(write.old)
+            writer.optionalValue(write.new)
+        }
+        return withKey(seq) { writer.appendChecksum(prefix: $0) }
+    }
+
+    /// Checks the trailing checksum and returns a reader over the body and the checksum.
+    static func verified(_ bytes: UnsafeRawBufferPointer, seq: UInt64) throws(DecodingError) -> (BinaryReader, UInt32) {
+        guard bytes.count >= 4 else { throw DecodingError("record of \(bytes.count) bytes is too short") }
+        let body = UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 4)])
+        let stored = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: bytes.count - 4, as: UInt32.self))
+        let computed = withKey(seq) { CRC32C.checksum(body, continuing: CRC32C.checksum($0)) }
+        guard stored == computed else {
+            throw DecodingError("checksum mismatch (stored \(hex(stored)), computed \(hex(computed)))")
+        }
+        return (BinaryReader(body), stored)
+    }
+
+    static func decode(_ bytes: UnsafeRawBufferPointer, seq: UInt64) throws(DecodingError) -> EventRecord {
+        var (reader, checksum) = try verified(bytes, seq: seq)
+        let time = Timestamp(microsecondsSince1970: try reader.signed())
+        let stream = try reader.string()
+        let type = try reader.string()
+        let originCode = try reader.byte()
+        guard let origin = Origin(code: originCode) else { throw DecodingError("unknown origin code \(originCode)") }
+        var cause: Cause?
+        switch try reader.byte() {
+        case 0: break
+        case 1: cause = Cause(id: try reader.string(), step: try reader.int(), source: try reader.string())
+        case let flag: throw DecodingError("unknown cause flag \(flag)")
+        }
+        let outcome: Outcome
+        switch try reader.byte() {
+        case 0: outcome = .applied
+        case 1: outcome = .skipped(reason: try reader.string())
+        case 2: outcome = .cancelled
+        case let code: throw DecodingError("unknown outcome code \(code)")
+        }
+        let payloadLength = Int(try reader.fixed32())
+        var payloadReader = BinaryReader(try reader.slice(payloadLength))
+        let payload = try payloadReader.value()
+        guard payloadReader.isAtEnd else { throw DecodingError("payload has \(payloadReader.remaining) trailing bytes") }
+        let writes = try decodeWrites(&reader)
+        guard reader.isAtEnd else { throw DecodingError("\(reader.remaining) trailing bytes") }
+        let event = Event(stream: stream, type: type, origin: origin, cause: cause, outcome: outcome, payload: payload, writes: writes)
+        return EventRecord(seq: seq, time: time, event: event, checksum: checksum)
+    }
+
+    /// Decodes only the write set, skipping the other fields (the snapshot fast path).
+    static func decodeWrites(_ bytes: UnsafeRawBufferPointer, seq: UInt64) throws(DecodingError) -> [Write] {
+        var (reader, _) = try verified(bytes, seq: seq)
+        _ = try reader.varint()                    // time
+        try reader.skip(try reader.count())        // stream
+        try reader.skip(try reader.count())        // type
+        _ = try reader.byte()                      // origin
+        if try reader.byte() == 1 {                // cause
+            try reader.skip(try reader.count())
+            _ = try reader.varint()
+            try reader.skip(try reader.count())
+        }
+        if try reader.byte() == 1 { try reader.skip(try reader.count()) } // skip reason
+        try reader.skip(Int(try reader.fixed32())) // payload
+        return try decodeWrites(&reader)
+    }
+
+    private static func decodeWrites(_ reader: inout BinaryReader) throws(DecodingError) -> [Write] {
+        let count = try reader.count()
+        var writes: [Write] = []
+        writes.reserveCapacity(count)
+        for _ in 0..<count {
+            writes.append(Write(try reader.path(), old: try reader.optionalValue(), new: try reader.optionalValue()))
+        }
+        return writes
+    }
+
+    static func encodeKeyframe(_ state: StateValue, seq: UInt64, into writer: inout BinaryWriter) {
+        writer.reset()
+        writer.value(state)
+        withKey(seq) { _ = writer.appendChecksum(prefix: $0) }
+    }
+
+    static func decodeKeyframe(_ bytes: UnsafeRawBufferPointer, seq: UInt64) throws(DecodingError) -> StateValue {
+        var (reader, _) = try verified(bytes, seq: seq)
+        let state = try reader.value()
+        guard reader.isAtEnd else { throw DecodingError("\(reader.remaining) trailing bytes") }
+        return state
+    }
+
+    static func hex(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 8 - digits.count) + digits
+    }
+}
+
+extension Origin {
+    /// The stored code; fixed forever, independent of declaration order.
+    var code: UInt8 {
+        switch self {
+        case .tap: 0
+        case .url: 1
+        case .test: 2
+        case .capture: 3
+        case .system: 4
+        }
+    }
+
+    init?(code: UInt8) {
+        switch code {
+        case 0: self = .tap
+        case 1: self = .url
+        case 2: self = .test
+        case 3: self = .capture
+        case 4: self = .system
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,120 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A point in time with microsecond precision, shown in RFC 3339 (`2026-11-30T02:05:40.123456Z`).
+public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public var microsecondsSince1970: Int64
+
+    public init(microsecondsSince1970: Int64) { self.microsecondsSince1970 = microsecondsSince1970 }
+
+    /// The wall clock now.
+    public static func now() -> Timestamp {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Timestamp(microsecondsSince1970: Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1_000)
+    }
+
+    public static func < (a: Timestamp, b: Timestamp) -> Bool { a.microsecondsSince1970 < b.microsecondsSince1970 }
+
+    /// RFC 3339 in UTC with six fractional digits.
+    public var description: String {
+        let micros = microsecondsSince1970
+        let seconds = micros.floorDiv(1_000_000)
+        let fraction = micros - seconds * 1_000_000
+        let days = seconds.floorDiv(86_400)
+        let secondOfDay = seconds - days * 86_400
+        let (y, m, d) = Self.civil(fromDays: days)
+        func pad(_ v: Int64, _ width: Int) -> String {
+            let s = String(v)
+            return String(repeating: "0", count: max(0, width - s.count)) + s
+        }
+        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(fraction, 6))Z"
+    }
+
+    /// Parses RFC 3339: `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`; `nil` when it does not fit.
+    public init?(rfc3339 text: String) {
+        let b = Array(text.utf8)
+        func number(_ range: Range<Int>) -> Int64? {
+            guard range.upperBound <= b.count else { return nil }
+            var v: Int64 = 0
+            for i in range {
+                guard (48...57).contains(b[i]) else { return nil }
+                v = v * 10 + Int64(b[i] - 48)
+            }
+            return v
+        }
+        guard b.count >= 20, b[4] == 45, b[7] == 45, b[10] == 84 || b[10] == 116, b[13] == 58, b[16] == 58,
+              let y = number(0..<4), let mo = number(5..<7), let d = number(8..<10),
+              let h = number(11..<13), let mi = number(14..<16), let s = number(17..<19),
+              (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61 else { return nil }
+        var at = 19
+        var micros: Int64 = 0
+        if b[at] == 46 { // "."
+            at += 1
+            var digits = 0
+            while at < b.count, (48...57).contains(b[at]) {
+                if digits < 6 { micros = micros * 10 + Int64(b[at] - 48) }
+                digits += 1
+                at += 1
+            }
+            guard digits > 0 else { return nil }
+            for _ in digits..<max(digits, 6) { micros *= 10 }
+        }
+        var offset: Int64 = 0
+        guard at < b.count else { return nil }
+        if b[at] == 90 || b[at] == 122 { // Z
+            at += 1
+        } else if b[at] == 43 || b[at] == 45, let oh = number(at + 1..<at + 3), at + 3 < b.count, b[at + 3] == 58,
+                  let om = number(at + 4..<at + 6) {
+            offset = (oh * 3600 + om * 60) * (b[at] == 45 ? -1 : 1)
+            at += 6
+        } else {
+            return nil
+        }
+        guard at == b.count else { return nil }
+        let seconds = Self.days(fromCivil: y, mo, d) * 86_400 + h * 3600 + mi * 60 + s - offset
+        self.init(microsecondsSince1970: seconds * 1_000_000 + micros)
+    }
+
+    // Days since 1970-01-01 to and from a proleptic Gregorian date (Howard Hinnant's algorithms).
+    static func civil(fromDays z: Int64) -> (Int64, Int64, Int64) {
+        let z = z + 719_468
+        let era = z.floorDiv(146_097)
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+    }
+
+    static func days(fromCivil y: Int64, _ m: Int64, _ d: Int64) -> Int64 {
+        let y = m <= 2 ? y - 1 : y
+        let era = y.floorDiv(400)
+        let yoe = y - era * 400
+        let doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+}
+
+extension Int64 {
+    fileprivate func floorDiv(_ d: Int64) -> Int64 {
+        let q = self / d
+        return (self % d != 0 && (self < 0) != (d < 0)) ? q - 1 : q
+    }
+}
+
+/// The source of event times. Inject a fixed or stepping clock in tests.
+public struct Clock: Sendable {
+    public let now: @Sendable () -> Timestamp
+
+    public init(now: @escaping @Sendable () -> Timestamp) { self.now = now }
+
+    /// The system's wall clock.
+    public static let system = Clock(now: Timestamp.now)
+}

@@ -1,0 +1,86 @@
+/// What `EventStore.verify` found.
+public struct VerificationReport: Sendable, Hashable {
+    /// The first thing wrong, at the seq where it was found.
+    public struct Problem: Sendable, Hashable, CustomStringConvertible {
+        public var seq: UInt64
+        public var reason: String
+        public var description: String { "seq \(seq): \(reason)" }
+    }
+
+    public var eventsChecked: UInt64 = 0
+    public var keyframesChecked = 0
+    /// `nil` when everything checked out.
+    public var problem: Problem?
+
+    public var isOK: Bool { problem == nil }
+}
+
+extension EventStore {
+    /// Reads the whole log in one snapshot and checks, stopping at the first problem: every
+    /// record's checksum and encoding; a dense sequence from 1; every write's old value
+    /// against the fold of the writes before it; every keyframe's checksum, its place
+    /// (after each `keyframeInterval`-th event) and its equality with that fold.
+    ///
+    /// `progress` is called every 65,536 events with the number checked so far.
+    public func verify(progress: ((UInt64) -> Void)? = nil) throws -> VerificationReport {
+        try environment.read { txn in
+            var report = VerificationReport()
+            var state = StateValue.emptyObject
+            func fail(_ seq: UInt64, _ reason: String) -> VerificationReport {
+                report.problem = .init(seq: seq, reason: reason)
+                return report
+            }
+            return try txn.withCursor(events) { events in
+                try txn.withCursor(keyframes) { keyframes in
+                    var keyframe = try keyframes.first()
+                    var entry = try events.first()
+                    var expected: UInt64 = 1
+                    while let current = entry {
+                        let seq: UInt64
+                        let record: EventRecord
+                        do throws(DecodingError) {
+                            seq = try RecordCodec.seq(fromKey: current.key)
+                            guard seq == expected else {
+                                return fail(expected, seq > expected ? "missing (the next stored event is \(seq))" : "stored out of order")
+                            }
+                            record = try RecordCodec.decode(current.value, seq: seq)
+                        } catch {
+                            return fail(expected, error.reason)
+                        }
+                        for write in record.event.writes {
+                            let actual = state[write.path]
+                            guard actual == write.old else {
+                                return fail(seq, "write to \(write.path) expects \(write.old?.json() ?? "absent") but the state holds \(actual?.json() ?? "absent")")
+                            }
+                            do { try state.apply(write) } catch { return fail(seq, "\(error)") }
+                        }
+                        if let stored = keyframe, let at = try? RecordCodec.seq(fromKey: stored.key), at <= seq {
+                            guard at == seq else { return fail(at, "keyframe stored between events") }
+                            guard seq % keyframeInterval == 0 else { return fail(seq, "keyframe where none belongs (interval \(keyframeInterval))") }
+                            let snapshot: StateValue
+                            do throws(DecodingError) { snapshot = try RecordCodec.decodeKeyframe(stored.value, seq: at) } catch {
+                                return fail(at, "keyframe: \(error.reason)")
+                            }
+                            if let difference = snapshot.diff(to: state).first {
+                                return fail(at, "keyframe differs from the fold of the write sets at \(difference.path.isRoot ? "(root)" : difference.path.description)")
+                            }
+                            report.keyframesChecked += 1
+                            keyframe = try keyframes.next()
+                        } else if seq % keyframeInterval == 0 {
+                            return fail(seq, "keyframe missing")
+                        }
+                        report.eventsChecked = seq
+                        if seq & 0xFFFF == 0 { progress?(seq) }
+                        expected += 1
+                        entry = try events.next()
+                    }
+                    if let stored = keyframe {
+                        let at = (try? RecordCodec.seq(fromKey: stored.key)) ?? 0
+                        return fail(at, "keyframe after the last event")
+                    }
+                    return report
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,134 @@
+/// The location of a value in a state tree, written `messenger.selectedTab`,
+/// `navigation.path[0]` or `objects.Post["id.with.dots"]`.
+///
+/// A bare key is any run of characters other than `.`, `[`, `]`, `"` and white space;
+/// anything else is written as a quoted key in brackets. The empty path is the root.
+public struct StatePath: Sendable, Hashable, CustomStringConvertible, ExpressibleByStringLiteral {
+    public enum Component: Sendable, Hashable {
+        case key(String)
+        case index(Int)
+    }
+
+    public var components: [Component]
+
+    public init(_ components: [Component] = []) { self.components = components }
+
+    /// The root of the tree.
+    public static let root = StatePath()
+
+    /// Parses the text form; throws with the column of the first character that does not fit.
+    public init(parsing text: String) throws(PathSyntaxError) {
+        var parser = PathParser(text: Array(text.unicodeScalars))
+        self.init(try parser.parse())
+    }
+
+    /// A path literal; it must be valid (a malformed literal is a programmer error).
+    public init(stringLiteral value: String) {
+        do { try self.init(parsing: value) } catch { preconditionFailure("invalid path literal \"\(value)\": \(error)") }
+    }
+
+    public var isRoot: Bool { components.isEmpty }
+
+    /// This path extended by one key.
+    public func appending(_ key: String) -> StatePath { StatePath(components + [.key(key)]) }
+    /// This path extended by one array index.
+    public func appending(index: Int) -> StatePath { StatePath(components + [.index(index)]) }
+
+    /// The text form, which `init(parsing:)` reads back.
+    public var description: String {
+        var text = ""
+        for component in components {
+            switch component {
+            case .key(let key) where Self.isBare(key):
+                if !text.isEmpty { text += "." }
+                text += key
+            case .key(let key):
+                text += "[" + StateValue.string(key).json() + "]"
+            case .index(let index):
+                text += "[\(index)]"
+            }
+        }
+        return text
+    }
+
+    static func isBare(_ key: String) -> Bool {
+        !key.isEmpty && !key.unicodeScalars.contains { isDelimiter($0) } && Int(key) == nil
+    }
+
+    static func isDelimiter(_ c: Unicode.Scalar) -> Bool {
+        c == "." || c == "[" || c == "]" || c == "\"" || c.properties.isWhitespace
+    }
+}
+
+/// A path that could not be parsed, with the 1-based column where it went wrong.
+public struct PathSyntaxError: Error, Hashable, CustomStringConvertible {
+    public let column: Int
+    public let reason: String
+    public var description: String { "column \(column): \(reason)" }
+}
+
+private struct PathParser {
+    let text: [Unicode.Scalar]
+    var at = 0
+
+    mutating func parse() throws(PathSyntaxError) -> [StatePath.Component] {
+        var components: [StatePath.Component] = []
+        while at < text.count {
+            if text[at] == "[" {
+                components.append(try bracket())
+            } else {
+                if !components.isEmpty {
+                    guard text[at] == "." else { throw fail("expected '.' or '['") }
+                    at += 1
+                }
+                components.append(.key(try bareKey()))
+            }
+        }
+        return components
+    }
+
+    mutating func bareKey() throws(PathSyntaxError) -> String {
+        let start = at
+        while at < text.count, !StatePath.isDelimiter(text[at]) { at += 1 }
+        guard at > start else { throw fail("expected a key") }
+        var key = ""
+        key.unicodeScalars.append(contentsOf: text[start..<at])
+        return key
+    }
+
+    mutating func bracket() throws(PathSyntaxError) -> StatePath.Component {
+        at += 1 // "["
+        let component: StatePath.Component
+        if at < text.count, text[at] == "\"" {
+            at += 1
+            var key = ""
+            while true {
+                guard at < text.count else { throw fail("unterminated quoted key") }
+                let c = text[at]
+                at += 1
+                if c == "\"" { break }
+                if c == "\\" {
+                    guard at < text.count else { throw fail("unterminated escape") }
+                    key.unicodeScalars.append(text[at])
+                    at += 1
+                } else {
+                    key.unicodeScalars.append(c)
+                }
+            }
+            component = .key(key)
+        } else {
+            let start = at
+            while at < text.count, ("0"..."9").contains(text[at]) { at += 1 }
+            guard at > start else { throw fail("expected an index or a quoted key") }
+            var digits = ""
+            digits.unicodeScalars.append(contentsOf: text[start..<at])
+            guard let index = Int(digits) else { throw fail("index out of range") }
+            component = .index(index)
+        }
+        guard at < text.count, text[at] == "]" else { throw fail("expected ']'") }
+        at += 1
+        return component
+    }
+
+    func fail(_ reason: String) -> PathSyntaxError { PathSyntaxError(column: at + 1, reason: reason) }
+}

@@ -1,0 +1,106 @@
+/// The stored encoding of state values: a tag byte, then the payload.
+///
+///     0 null · 1 false · 2 true · 3 integer (zigzag varint) · 4 double (8 bytes LE)
+///     5 string (varint length, UTF-8) · 6 array (varint count, elements)
+///     7 object (varint count, then key string and value per entry)
+///     8 absent (only where a value is optional: a write's old or new value)
+enum ValueTag: UInt8 {
+    case null = 0, `false`, `true`, int, double, string, array, object, absent
+}
+
+extension BinaryWriter {
+    mutating func value(_ value: StateValue) {
+        switch value {
+        case .null: byte(ValueTag.null.rawValue)
+        case .bool(let b): byte(b ? ValueTag.true.rawValue : ValueTag.false.rawValue)
+        case .int(let i):
+            byte(ValueTag.int.rawValue)
+            signed(i)
+        case .double(let d):
+            byte(ValueTag.double.rawValue)
+            fixed64(d.bitPattern)
+        case .string(let s):
+            byte(ValueTag.string.rawValue)
+            string(s)
+        case .array(let elements):
+            byte(ValueTag.array.rawValue)
+            varint(elements.count)
+            for element in elements { self.value(element) }
+        case .object(let object):
+            byte(ValueTag.object.rawValue)
+            varint(object.count)
+            for (key, element) in object {
+                string(key)
+                self.value(element)
+            }
+        }
+    }
+
+    mutating func optionalValue(_ value: StateValue?) {
+        if let value { self.value(value) } else { byte(ValueTag.absent.rawValue) }
+    }
+
+    mutating func path(_ path: StatePath) {
+        varint(path.components.count)
+        for component in path.components {
+            switch component {
+            case .key(let key):
+                byte(0)
+                string(key)
+            case .index(let index):
+                byte(1)
+                varint(index)
+            }
+        }
+    }
+}
+
+extension BinaryReader {
+    mutating func value(depth: Int = 0) throws(DecodingError) -> StateValue {
+        guard let value = try optionalValue(depth: depth) else { throw DecodingError("absent value where one is required") }
+        return value
+    }
+
+    mutating func optionalValue(depth: Int = 0) throws(DecodingError) -> StateValue? {
+        guard depth < 512 else { throw DecodingError("values nested deeper than 512 levels") }
+        let tag = try byte()
+        switch ValueTag(rawValue: tag) {
+        case .null: return .null
+        case .false: return .bool(false)
+        case .true: return .bool(true)
+        case .int: return .int(try signed())
+        case .double: return .double(Double(bitPattern: try fixed64()))
+        case .string: return .string(try string())
+        case .array:
+            let count = try self.count()
+            var elements: [StateValue] = []
+            elements.reserveCapacity(count)
+            for _ in 0..<count { elements.append(try value(depth: depth + 1)) }
+            return .array(elements)
+        case .object:
+            let count = try self.count()
+            var object = StateObject()
+            for _ in 0..<count {
+                let key = try string()
+                object[key] = try value(depth: depth + 1)
+            }
+            return .object(object)
+        case .absent: return nil
+        case nil: throw DecodingError("unknown value tag \(tag) at byte \(offset - 1)")
+        }
+    }
+
+    mutating func path() throws(DecodingError) -> StatePath {
+        let count = try self.count()
+        var components: [StatePath.Component] = []
+        components.reserveCapacity(count)
+        for _ in 0..<count {
+            switch try byte() {
+            case 0: components.append(.key(try string()))
+            case 1: components.append(.index(try int()))
+            case let kind: throw DecodingError("unknown path component kind \(kind)")
+            }
+        }
+        return StatePath(components)
+    }
+}

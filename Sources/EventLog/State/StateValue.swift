@@ -1,0 +1,65 @@
+/// The self-describing value every snapshot is made of: enough structure for the CLI to show,
+/// diff and query the state of any log without the domain code that produced it.
+///
+/// Objects keep their keys in insertion order; equality ignores that order.
+public enum StateValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(String)
+    case array([StateValue])
+    case object(StateObject)
+
+    /// An empty object, the state of a log before its first event.
+    public static let emptyObject = StateValue.object(StateObject())
+
+    /// The name of this value's kind, as used in error messages.
+    public var kindName: String {
+        switch self {
+        case .null: "null"
+        case .bool: "bool"
+        case .int: "integer"
+        case .double: "double"
+        case .string: "string"
+        case .array: "array"
+        case .object: "object"
+        }
+    }
+
+    public var stringValue: String? { if case .string(let s) = self { s } else { nil } }
+    public var intValue: Int64? { if case .int(let i) = self { i } else { nil } }
+    public var boolValue: Bool? { if case .bool(let b) = self { b } else { nil } }
+    public var arrayValue: [StateValue]? { if case .array(let a) = self { a } else { nil } }
+    public var objectValue: StateObject? { if case .object(let o) = self { o } else { nil } }
+    /// A number as a `Double`, whether stored as integer or double.
+    public var numberValue: Double? {
+        switch self {
+        case .int(let i): Double(i)
+        case .double(let d): d
+        default: nil
+        }
+    }
+}
+
+extension StateValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral,
+    ExpressibleByDictionaryLiteral
+{
+    public init(nilLiteral: ()) { self = .null }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(integerLiteral value: Int64) { self = .int(value) }
+    public init(floatLiteral value: Double) { self = .double(value) }
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(arrayLiteral elements: StateValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, StateValue)...) {
+        var object = StateObject()
+        for (key, value) in elements { object[key] = value }
+        self = .object(object)
+    }
+}
+
+extension StateValue {
+    /// An optional string as a value: `nil` becomes `.null`.
+    public init(_ string: String?) { self = string.map(StateValue.string) ?? .null }
+}

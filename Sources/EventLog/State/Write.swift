@@ -1,0 +1,129 @@
+/// One change to one place of the state: the value before and after, `nil` meaning absent.
+///
+/// An event's write set is a list of these; a structural diff between two states is one too,
+/// so applying the diff of `a` to `b` to `a` yields `b`.
+public struct Write: Sendable, Hashable {
+    public var path: StatePath
+    public var old: StateValue?
+    public var new: StateValue?
+
+    public init(_ path: StatePath, old: StateValue?, new: StateValue?) {
+        self.path = path
+        self.old = old
+        self.new = new
+    }
+
+    /// Whether the write leaves the state as it was.
+    public var isNoOp: Bool { old == new }
+}
+
+/// A write that does not fit the state it is applied to.
+public struct StateError: Error, Hashable, CustomStringConvertible {
+    public let path: StatePath
+    public let reason: String
+    public var description: String { "\(path.isRoot ? "(root)" : path.description): \(reason)" }
+}
+
+extension StateValue {
+    /// The value at `path`, or `nil` when some part of the path does not exist.
+    public subscript(path: StatePath) -> StateValue? {
+        var current = self
+        for component in path.components {
+            switch (component, current) {
+            case (.key(let key), .object(let object)):
+                guard let child = object[key] else { return nil }
+                current = child
+            case (.index(let index), .array(let array)):
+                guard array.indices.contains(index) else { return nil }
+                current = array[index]
+            default:
+                return nil
+            }
+        }
+        return current
+    }
+
+    /// Puts `value` at `path` (`nil` removes it), creating missing objects on the way.
+    /// Throws when the path crosses a value that is not an object or array.
+    public mutating func set(_ value: StateValue?, at path: StatePath) throws(StateError) {
+        try set(value, at: path, from: 0)
+    }
+
+    /// Applies one write. Its old value is not checked; see `EventStore` for that guarantee.
+    public mutating func apply(_ write: Write) throws(StateError) {
+        try set(write.new, at: write.path, from: 0)
+    }
+
+    /// Applies writes in order.
+    public mutating func apply(_ writes: [Write]) throws(StateError) {
+        for write in writes { try set(write.new, at: write.path, from: 0) }
+    }
+
+    private mutating func set(_ value: StateValue?, at path: StatePath, from depth: Int) throws(StateError) {
+        guard depth < path.components.count else {
+            guard let value else { throw StateError(path: path, reason: "cannot remove the root") }
+            self = value
+            return
+        }
+        let isLast = depth == path.components.count - 1
+        switch (path.components[depth], self) {
+        case (.key(let key), .object(var object)):
+            self = .null // release our reference so the child mutates in place
+            defer { self = .object(object) }
+            if isLast {
+                object[key] = value
+            } else {
+                try object.withValue(forKey: key, default: value == nil ? nil : .emptyObject) { (child) throws(StateError) in
+                    try child.set(value, at: path, from: depth + 1)
+                }
+            }
+        case (.index(let index), .array(var array)):
+            guard array.indices.contains(index) || (isLast && index == array.count && value != nil) else {
+                throw StateError(path: path, reason: "index \(index) is outside an array of \(array.count)")
+            }
+            self = .null
+            defer { self = .array(array) }
+            if isLast {
+                if let value {
+                    if index == array.count { array.append(value) } else { array[index] = value }
+                } else {
+                    array.remove(at: index)
+                }
+            } else {
+                try array[index].set(value, at: path, from: depth + 1)
+            }
+        case (.key(let key), _):
+            throw StateError(path: path, reason: "cannot write key \"\(key)\" into a \(kindName)")
+        case (.index(let index), _):
+            throw StateError(path: path, reason: "cannot write index \(index) into a \(kindName)")
+        }
+    }
+
+    /// The writes that turn `self` into `other`: per key for objects, per element for arrays
+    /// of equal length, and whole values otherwise.
+    public func diff(to other: StateValue) -> [Write] {
+        var writes: [Write] = []
+        Self.diff(self, other, at: .root, into: &writes)
+        return writes
+    }
+
+    private static func diff(_ a: StateValue, _ b: StateValue, at path: StatePath, into writes: inout [Write]) {
+        switch (a, b) {
+        case (.object(let x), .object(let y)):
+            for (key, old) in x {
+                if let new = y[key] {
+                    diff(old, new, at: path.appending(key), into: &writes)
+                } else {
+                    writes.append(Write(path.appending(key), old: old, new: nil))
+                }
+            }
+            for (key, new) in y where x[key] == nil {
+                writes.append(Write(path.appending(key), old: nil, new: new))
+            }
+        case (.array(let x), .array(let y)) where x.count == y.count:
+            for i in x.indices { diff(x[i], y[i], at: path.appending(index: i), into: &writes) }
+        default:
+            if a != b { writes.append(Write(path, old: a, new: b)) }
+        }
+    }
+}

@@ -1,0 +1,168 @@
+import CLMDB
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An LMDB environment: one memory-mapped file holding named databases.
+///
+/// Guarantees:
+/// - Every transaction runs inside a synchronous, non-escaping closure; it commits when the
+///   closure returns and aborts when it throws. No `MDB_txn` or borrowed `MDB_val` outlives it.
+/// - A write transaction that hits `MDB_MAP_FULL` is aborted, the map is doubled, and the
+///   closure runs again from the start, so write closures must be re-runnable.
+/// - A map grown by another process (`MDB_MAP_RESIZED`) is adopted transparently.
+/// - Safe to share between threads (`MDB_NOTLS`); LMDB serialises writers across threads and
+///   processes, and readers never block writers.
+///
+/// See http://www.lmdb.tech/doc/group__mdb.html for the C API behind each call.
+public final class Environment: @unchecked Sendable {
+    /// How commits reach the disk.
+    public enum Durability: Sendable {
+        /// Every commit is flushed (data and meta page) before it returns. The default.
+        case full
+        /// `MDB_NOMETASYNC`: the meta page is flushed with the next commit. A power loss may
+        /// lose the last commit, but the database is never corrupted. Roughly halves fsyncs.
+        case lastCommitMayBeLost
+    }
+
+    /// How to open an environment.
+    public struct Options: Sendable {
+        /// Initial map size in bytes; it grows on demand.
+        public var mapSize: Int = 64 << 20
+        /// The number of named databases the environment may hold.
+        public var maxDatabases: UInt32 = 8
+        public var readOnly = false
+        public var durability: Durability = .full
+        /// Create the directory when it does not exist (ignored when read-only).
+        public var createIfMissing = true
+
+        public init() {}
+    }
+
+    let handle: OpaquePointer
+    /// The directory holding `data.mdb` and `lock.mdb`.
+    public let path: String
+    public let isReadOnly: Bool
+    /// Held shared by every transaction of this process and exclusively while the map is
+    /// resized: `mdb_env_set_mapsize` requires that no transaction of the process is active.
+    private let resizeLock: UnsafeMutablePointer<pthread_rwlock_t>
+
+    /// Opens (and, unless read-only, creates) the environment in directory `path`.
+    /// Every failure closes what was opened before throwing.
+    public init(path: String, options: Options = Options()) throws {
+        if !options.readOnly && options.createIfMissing {
+            if mkdir(path, 0o755) != 0 && errno != EEXIST { throw LMDBError(code: errno) }
+        }
+        var env: OpaquePointer?
+        try check(mdb_env_create(&env))
+        guard let env else { throw LMDBError(code: ENOMEM) }
+        do {
+            try check(mdb_env_set_maxdbs(env, options.maxDatabases))
+            try check(mdb_env_set_mapsize(env, options.mapSize))
+            var flags = UInt32(MDB_NOTLS)
+            if options.readOnly { flags |= UInt32(MDB_RDONLY) }
+            if options.durability == .lastCommitMayBeLost { flags |= UInt32(MDB_NOMETASYNC) }
+            try check(mdb_env_open(env, path, flags, 0o644))
+        } catch {
+            mdb_env_close(env)
+            throw error
+        }
+        self.handle = env
+        self.path = path
+        self.isReadOnly = options.readOnly
+        self.resizeLock = .allocate(capacity: 1)
+        pthread_rwlock_init(resizeLock, nil)
+    }
+
+    deinit {
+        mdb_env_close(handle)
+        pthread_rwlock_destroy(resizeLock)
+        resizeLock.deallocate()
+    }
+
+    /// The current map size in bytes.
+    public var mapSize: Int {
+        var info = MDB_envinfo()
+        mdb_env_info(handle, &info)
+        return info.me_mapsize
+    }
+
+    /// Bytes of the data file in use (last page number + 1, times the page size).
+    public var usedBytes: Int {
+        var info = MDB_envinfo()
+        var stat = MDB_stat()
+        mdb_env_info(handle, &info)
+        mdb_env_stat(handle, &stat)
+        return (info.me_last_pgno + 1) * Int(stat.ms_psize)
+    }
+
+    /// Runs `body` in a read-only snapshot of the database. Database handles opened inside
+    /// it stay valid afterwards (the transaction is committed, which for readers only ends it).
+    public func read<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
+        try withTransaction(flags: UInt32(MDB_RDONLY), body)
+    }
+
+    /// Runs `body` in a write transaction: commits when it returns, aborts when it throws.
+    /// On `MDB_MAP_FULL` the map is doubled and `body` runs again from the start.
+    public func write<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
+        while true {
+            do {
+                return try withTransaction(flags: 0, body)
+            } catch LMDBError.mapFull {
+                try grow(from: mapSize)
+            }
+        }
+    }
+
+    /// Flushes buffers to disk; useful after commits made with `.lastCommitMayBeLost`.
+    public func sync() throws {
+        try check(mdb_env_sync(handle, 1))
+    }
+
+    private func withTransaction<R>(flags: UInt32, _ body: (borrowing Transaction) throws -> R) throws -> R {
+        pthread_rwlock_rdlock(resizeLock)
+        defer { pthread_rwlock_unlock(resizeLock) }
+        var txn: OpaquePointer?
+        var result = mdb_txn_begin(handle, nil, flags, &txn)
+        if result == MDB_MAP_RESIZED {
+            // Another process grew the map. Adopting its size needs no transaction of this
+            // process active, so step out of the shared lock, adopt exclusively, and retry.
+            pthread_rwlock_unlock(resizeLock)
+            adoptForeignMapSize()
+            pthread_rwlock_rdlock(resizeLock)
+            result = mdb_txn_begin(handle, nil, flags, &txn)
+        }
+        try check(result)
+        let transaction = Transaction(handle: txn!)
+        let value: R
+        do {
+            value = try body(transaction)
+        } catch {
+            mdb_txn_abort(txn)
+            throw error
+        }
+        try check(mdb_txn_commit(txn))
+        return value
+    }
+
+    private func adoptForeignMapSize() {
+        pthread_rwlock_wrlock(resizeLock)
+        defer { pthread_rwlock_unlock(resizeLock) }
+        mdb_env_set_mapsize(handle, 0)
+    }
+
+    private func grow(from size: Int) throws {
+        pthread_rwlock_wrlock(resizeLock)
+        defer { pthread_rwlock_unlock(resizeLock) }
+        // Another thread may have grown it already while we waited for the lock.
+        if mapSize > size { return }
+        try check(mdb_env_set_mapsize(handle, size * 2))
+    }
+}
+
+/// A named database inside an environment (an `MDB_dbi`).
+public struct Database: Sendable, Hashable {
+    let id: MDB_dbi
+}

@@ -1,0 +1,112 @@
+import CLMDB
+
+/// A pair of borrowed byte views straight from the memory map. Valid only until the
+/// transaction that produced it ends; copy what must outlive it.
+public struct Entry {
+    public let key: UnsafeRawBufferPointer
+    public let value: UnsafeRawBufferPointer
+}
+
+/// An open LMDB transaction, lent to a closure by `Environment.read` or `write`.
+/// It cannot be copied out of that closure.
+public struct Transaction: ~Copyable {
+    let handle: OpaquePointer
+
+    /// Opens the named database; with `create` (write transactions only) it is created when
+    /// missing. Returns `nil` when it does not exist. The handle stays valid for the
+    /// environment's lifetime once this transaction commits.
+    public func openDatabase(named name: String, create: Bool = false) throws -> Database? {
+        var dbi: MDB_dbi = 0
+        let result = mdb_dbi_open(handle, name, create ? UInt32(MDB_CREATE) : 0, &dbi)
+        if result == MDB_NOTFOUND { return nil }
+        try check(result)
+        return Database(id: dbi)
+    }
+
+    /// The value stored under the UTF-8 bytes of `key`.
+    public func get(_ db: Database, key: String) throws -> UnsafeRawBufferPointer? {
+        var key = key
+        return try key.withUTF8 { try get(db, key: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Stores a little-endian `UInt32` under the UTF-8 bytes of `key`.
+    public func put(_ db: Database, key: String, value: UInt32) throws {
+        var key = key
+        try key.withUTF8 { k in
+            try withUnsafeBytes(of: value.littleEndian) { try put(db, key: UnsafeRawBufferPointer(k), value: $0) }
+        }
+    }
+
+    /// The value stored under `key`, borrowed from the map, or `nil` when absent.
+    public func get(_ db: Database, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val()
+        let result = mdb_get(handle, db.id, &k, &v)
+        if result == MDB_NOTFOUND { return nil }
+        try check(result)
+        return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+    }
+
+    /// Stores `value` under `key`. With `append`, the key must sort after every existing key
+    /// (`MDB_APPEND`), which skips the tree search and packs pages full.
+    public func put(_ db: Database, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, append: Bool = false) throws {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+        try check(mdb_put(handle, db.id, &k, &v, append ? UInt32(MDB_APPEND) : 0))
+    }
+
+    /// Removes `key`; returns whether it was there.
+    @discardableResult
+    public func delete(_ db: Database, key: UnsafeRawBufferPointer) throws -> Bool {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        let result = mdb_del(handle, db.id, &k, nil)
+        if result == MDB_NOTFOUND { return false }
+        try check(result)
+        return true
+    }
+
+    /// The number of entries in `db`.
+    public func count(_ db: Database) throws -> Int {
+        var stat = MDB_stat()
+        try check(mdb_stat(handle, db.id, &stat))
+        return stat.ms_entries
+    }
+
+    /// Lends a cursor over `db` to `body` and closes it afterwards.
+    public func withCursor<R>(_ db: Database, _ body: (borrowing Cursor) throws -> R) throws -> R {
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(handle, db.id, &cursor))
+        defer { mdb_cursor_close(cursor) }
+        return try body(Cursor(handle: cursor!))
+    }
+}
+
+/// A position in a database, moved with `first`, `last`, `next`, `previous` and `seek`.
+/// Each move returns the entry it lands on, or `nil` when there is none.
+public struct Cursor: ~Copyable {
+    let handle: OpaquePointer
+
+    public func first() throws -> Entry? { try move(MDB_FIRST) }
+    public func last() throws -> Entry? { try move(MDB_LAST) }
+    public func next() throws -> Entry? { try move(MDB_NEXT) }
+    public func previous() throws -> Entry? { try move(MDB_PREV) }
+    /// The first entry whose key is greater than or equal to `key` (`MDB_SET_RANGE`).
+    public func seek(atOrAfter key: UnsafeRawBufferPointer) throws -> Entry? {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        return try move(MDB_SET_RANGE, key: &k)
+    }
+
+    private func move(_ op: MDB_cursor_op) throws -> Entry? {
+        var k = MDB_val()
+        return try move(op, key: &k)
+    }
+
+    private func move(_ op: MDB_cursor_op, key k: inout MDB_val) throws -> Entry? {
+        var v = MDB_val()
+        let result = mdb_cursor_get(handle, &k, &v, op)
+        if result == MDB_NOTFOUND { return nil }
+        try check(result)
+        return Entry(key: UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
+                     value: UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+    }
+}

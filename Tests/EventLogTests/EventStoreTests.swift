@@ -1,0 +1,303 @@
+import CLMDB
+import Foundation
+import Testing
+@testable import EventLog
+
+@Suite struct EventStoreTests {
+    @Test func sequenceIsDenseFromOneAndPersistsAcrossReopen() throws {
+        let dir = TemporaryDirectory()
+        var session = RandomSession(seed: 1)
+        let events = (0..<100).map { _ in session.next() }
+        do {
+            let store = try EventStore(path: dir.path, options: .testing())
+            #expect(try store.lastSeq() == 0)
+            #expect(try store.firstSeq() == nil)
+            #expect(try store.append(events[0]) == 1)
+            #expect(try store.append(contentsOf: events[1...]) == 2...100)
+        }
+        let reopened = try EventStore(path: dir.path, options: .testing())
+        #expect(try reopened.lastSeq() == 100)
+        #expect(try reopened.firstSeq() == 1)
+        #expect(try reopened.currentState == session.state)
+        var seen: [Event] = []
+        try reopened.forEachRecord { seen.append($0.event); return true }
+        #expect(seen == events)
+        #expect(try reopened.record(37)?.event == events[36])
+        #expect(try reopened.record(101) == nil)
+        #expect(try reopened.keyframeCount() == 6)
+        #expect(try reopened.verify().isOK)
+    }
+
+    @Test func rangeReadsAreInclusiveAndCanStopEarly() throws {
+        let dir = TemporaryDirectory()
+        let store = try EventStore(path: dir.path, options: .testing())
+        try store.append(contentsOf: (1...20).map { Event(stream: "s", type: "e\($0)") })
+        var seqs: [UInt64] = []
+        try store.forEachRecord(from: 5, to: 9) { seqs.append($0.seq); return true }
+        #expect(seqs == [5, 6, 7, 8, 9])
+        seqs = []
+        try store.forEachRecord(from: 18) { seqs.append($0.seq); return $0.seq < 19 }
+        #expect(seqs == [18, 19])
+    }
+
+    @Test func timesComeFromTheInjectedClock() throws {
+        let dir = TemporaryDirectory()
+        let store = try EventStore(path: dir.path, options: .testing())
+        try store.append(contentsOf: [Event(stream: "s", type: "a"), Event(stream: "s", type: "b")])
+        #expect(try store.record(1)?.time.microsecondsSince1970 == 1_764_468_000_000_000)
+        #expect(try store.record(2)?.time.microsecondsSince1970 == 1_764_468_000_001_000)
+    }
+
+    @Test func snapshotAfterRandomEventsEqualsTheFoldFromTheStart() throws {
+        let dir = TemporaryDirectory()
+        let store = try EventStore(path: dir.path, options: .testing(keyframeInterval: 32))
+        var session = RandomSession(seed: 99)
+        var folded: [StateValue] = [.emptyObject]
+        try store.transact { batch in
+            for _ in 0..<2_000 {
+                try batch.append(session.next())
+                folded.append(session.state)
+            }
+        }
+        var rng = SplitMix64(seed: 5)
+        for _ in 0..<300 {
+            let n = UInt64.random(in: 0...2_000, using: &rng)
+            #expect(try store.snapshot(after: n) == folded[Int(n)], "after \(n)")
+        }
+        #expect(throws: EventStoreError.noSuchEvent(seq: 2_001, last: 2_000)) { try store.snapshot(after: 2_001) }
+    }
+
+    @Test func staleWriteIsRefusedAndTheBatchAppendsNothing() throws {
+        let dir = TemporaryDirectory()
+        let store = try EventStore(path: dir.path, options: .testing())
+        try store.append(Event(stream: "s", type: "set", writes: [Write("a", old: nil, new: 1)]))
+        #expect(throws: EventStoreError.staleWrite(path: "a", expected: 5, actual: 1)) {
+            try store.append(contentsOf: [
+                Event(stream: "s", type: "ok", writes: [Write("b", old: nil, new: 1)]),
+                Event(stream: "s", type: "stale", writes: [Write("a", old: 5, new: 6)]),
+            ])
+        }
+        #expect(try store.lastSeq() == 1)
+        #expect(try store.currentState == ["a": 1])
+        #expect(throws: EventStoreError.self) {
+            try store.append(Event(stream: "s", type: "bad", writes: [Write("a.b", old: nil, new: 1)]))
+        }
+        #expect(try store.lastSeq() == 1)
+    }
+
+    @Test func aMillionEventsGrowAMapThatStartedAtOneMebibyte() throws {
+        let dir = TemporaryDirectory()
+        let store = try EventStore(path: dir.path, options: .testing(keyframeInterval: 1024, mapSize: 1 << 20))
+        #expect(store.environment.mapSize == 1 << 20)
+        for _ in 0..<100 {
+            // The batch may run again after the map grows, so it derives everything from itself.
+            try store.transact { batch in
+                for _ in 0..<10_000 {
+                    let counter = Int64(batch.lastSeq) + 1
+                    try batch.append(Event(stream: "bench", type: "tick", payload: .int(counter),
+                                           writes: [Write("count", old: counter == 1 ? nil : .int(counter - 1), new: .int(counter))]))
+                }
+            }
+        }
+        #expect(try store.lastSeq() == 1_000_000)
+        #expect(store.environment.mapSize > 1 << 20)
+        #expect(try store.snapshot(after: 765_432) == ["count": 765_432])
+        #expect(try store.verify().eventsChecked == 1_000_000)
+    }
+
+    @Test func verifyFindsAFlippedByteWithItsSeq() throws {
+        let dir = TemporaryDirectory()
+        do {
+            let store = try EventStore(path: dir.path, options: .testing())
+            try store.append(contentsOf: (1...1_000).map { Event(stream: "s", type: "e", payload: .string(String(format: "needle-%06d", $0))) })
+            #expect(try store.verify() == VerificationReport(eventsChecked: 1_000, keyframesChecked: 62, problem: nil))
+        }
+        let file = dir.file("data.mdb")
+        var data = try Data(contentsOf: URL(fileURLWithPath: file))
+        let needle = Data("needle-000500".utf8)
+        let range = try #require(data.range(of: needle))
+        data[range.lowerBound + 3] ^= 0x01
+        try data.write(to: URL(fileURLWithPath: file))
+
+        let store = try EventStore(path: dir.path, options: .testing())
+        let report = try store.verify()
+        #expect(report.problem?.seq == 500)
+        #expect(report.problem?.reason.hasPrefix("checksum mismatch") == true)
+        #expect(report.eventsChecked == 499)
+        #expect(throws: EventStoreError.self) { try store.record(500) }
+    }
+
+    @Test func verifyFindsAKeyframeThatDisagreesWithTheWriteSets() throws {
+        let dir = TemporaryDirectory()
+        let store = try EventStore(path: dir.path, options: .testing(keyframeInterval: 4))
+        try store.append(contentsOf: (1...10).map { i in Event(stream: "s", type: "e", writes: [Write("n", old: i == 1 ? nil : .int(Int64(i - 1)), new: .int(Int64(i)))]) })
+        // Replace the keyframe at 8 with a well-formed one holding the wrong state.
+        try store.environment.write { txn in
+            var writer = BinaryWriter()
+            RecordCodec.encodeKeyframe(["n": 7], seq: 8, into: &writer)
+            try RecordCodec.withKey(8) { key in try writer.bytes.withUnsafeBytes { try txn.put(store.keyframes, key: key, value: $0) } }
+        }
+        let report = try store.verify()
+        #expect(report.problem == .init(seq: 8, reason: "keyframe differs from the fold of the write sets at n"))
+    }
+
+    @Test func aNewerFormatVersionIsRefusedWithAClearMessage() throws {
+        let dir = TemporaryDirectory()
+        _ = try EventStore(path: dir.path, options: .testing())
+        do {
+            let environment = try Environment(path: dir.path)
+            try environment.write { txn in
+                let meta = try #require(try txn.openDatabase(named: "meta"))
+                try txn.put(meta, key: "format", value: 99)
+            }
+        }
+        for readOnly in [false, true] {
+            var options = EventStore.Options.testing()
+            options.readOnly = readOnly
+            #expect(throws: EventStoreError.newerFormat(found: 99, supported: 1)) { try EventStore(path: dir.path, options: options) }
+        }
+        #expect(EventStoreError.newerFormat(found: 99, supported: 1).description
+            == "the database has format version 99, newer than the 1 this build reads; upgrade eventlog")
+    }
+
+    @Test func readOnlyOpenOfAMissingDatabaseCreatesNothing() throws {
+        let dir = TemporaryDirectory()
+        var options = EventStore.Options.testing()
+        options.readOnly = true
+        let path = dir.file("absent.lmdb")
+        #expect(throws: EventStoreError.notFound(path: path)) { try EventStore(path: path, options: options) }
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test func aPlainLMDBEnvironmentIsNotAnEventLog() throws {
+        let dir = TemporaryDirectory()
+        do {
+            let environment = try Environment(path: dir.path)
+            try environment.write { txn in
+                let other = try #require(try txn.openDatabase(named: "other", create: true))
+                try txn.put(other, key: "k", value: 1)
+            }
+        }
+        var options = EventStore.Options.testing()
+        options.readOnly = true
+        #expect(throws: EventStoreError.notAnEventLog(path: dir.path)) { try EventStore(path: dir.path, options: options) }
+    }
+
+    @Test func readOnlyStoresRefuseAppends() throws {
+        let dir = TemporaryDirectory()
+        _ = try EventStore(path: dir.path, options: .testing())
+        var options = EventStore.Options.testing()
+        options.readOnly = true
+        let store = try EventStore(path: dir.path, options: options)
+        #expect(throws: EventStoreError.readOnly) { try store.append(Event(stream: "s", type: "t")) }
+    }
+
+    @Test func aSecondHandleSeesAppendsMadeThroughTheFirst() throws {
+        let dir = TemporaryDirectory()
+        let a = try EventStore(path: dir.path, options: .testing())
+        let b = try EventStore(path: dir.path, options: .testing())
+        try a.append(Event(stream: "s", type: "t", writes: [Write("x", old: nil, new: 1)]))
+        // b's cached state is stale; its write must be checked against the newest state.
+        #expect(throws: EventStoreError.self) { try b.append(Event(stream: "s", type: "t", writes: [Write("x", old: nil, new: 2)])) }
+        try b.append(Event(stream: "s", type: "t", writes: [Write("x", old: 1, new: 2)]))
+        #expect(try a.currentState == ["x": 2])
+        #expect(try a.lastSeq() == 2)
+    }
+
+    @Test func concurrentWritersInOneProcessLoseNothing() async throws {
+        let dir = TemporaryDirectory()
+        let store = try EventStore(path: dir.path, options: .testing())
+        await withTaskGroup(of: Void.self) { group in
+            for writer in 0..<4 {
+                group.addTask {
+                    for i in 0..<250 {
+                        let path = StatePath([.key("writer\(writer)")])
+                        try! store.transact { batch in
+                            try batch.append(Event(stream: "s", type: "t", writes: [Write(path, old: i == 0 ? nil : .int(Int64(i - 1)), new: .int(Int64(i)))]))
+                        }
+                    }
+                }
+            }
+        }
+        #expect(try store.lastSeq() == 1_000)
+        #expect(try store.currentState == ["writer0": 249, "writer1": 249, "writer2": 249, "writer3": 249])
+        #expect(try store.verify().isOK)
+    }
+}
+
+@Suite struct EnvironmentTests {
+    @Test func writeGrowsTheMapAndRetries() throws {
+        let dir = TemporaryDirectory()
+        var options = Environment.Options()
+        options.mapSize = 64 << 10
+        let environment = try Environment(path: dir.path, options: options)
+        let db = try environment.write { try #require(try $0.openDatabase(named: "d", create: true)) }
+        let value = [UInt8](repeating: 7, count: 4096)
+        var attempts = 0
+        try environment.write { txn in
+            attempts += 1
+            for i in 0..<200 {
+                try RecordCodec.withKey(UInt64(i)) { key in try value.withUnsafeBytes { try txn.put(db, key: key, value: $0, append: true) } }
+            }
+        }
+        #expect(attempts > 1)
+        #expect(try environment.read { try $0.count(db) } == 200)
+    }
+
+    @Test func errorsCarryTheCodeAndLMDBsText() throws {
+        let dir = TemporaryDirectory()
+        let environment = try Environment(path: dir.path)
+        let db = try environment.write { try #require(try $0.openDatabase(named: "d", create: true)) }
+        do {
+            try environment.write { txn in
+                try RecordCodec.withKey(5) { try txn.put(db, key: $0, value: $0, append: true) }
+                try RecordCodec.withKey(4) { try txn.put(db, key: $0, value: $0, append: true) }
+            }
+            Issue.record("out-of-order append succeeded")
+        } catch LMDBError.keyExists {
+            #expect(LMDBError.keyExists.message.contains("MDB_KEYEXIST"))
+        }
+        #expect(try environment.read { try $0.count(db) } == 0)
+    }
+
+    @Test func cursorsWalkBothWaysAndSeek() throws {
+        let dir = TemporaryDirectory()
+        let environment = try Environment(path: dir.path)
+        let db = try environment.write { try #require(try $0.openDatabase(named: "d", create: true)) }
+        try environment.write { txn in
+            for seq: UInt64 in [10, 20, 30] { try RecordCodec.withKey(seq) { try txn.put(db, key: $0, value: $0) } }
+        }
+        let seqs = try environment.read { txn in
+            try txn.withCursor(db) { cursor -> [UInt64] in
+                var out: [UInt64] = []
+                func seq(_ entry: Entry?) throws -> UInt64 { try RecordCodec.seq(fromKey: entry!.key) }
+                out.append(try seq(try cursor.first()))
+                out.append(try seq(try cursor.next()))
+                out.append(try seq(try cursor.last()))
+                out.append(try seq(try cursor.previous()))
+                out.append(try seq(try RecordCodec.withKey(11) { try cursor.seek(atOrAfter: $0) }))
+                #expect(try RecordCodec.withKey(31) { try cursor.seek(atOrAfter: $0) } == nil)
+                return out
+            }
+        }
+        #expect(seqs == [10, 20, 30, 20, 20])
+    }
+
+    @Test func mdbStatReadsTheDatabase() throws {
+        let dir = TemporaryDirectory()
+        let store = try EventStore(path: dir.path, options: .testing())
+        try store.append(contentsOf: (1...50).map { _ in Event(stream: "s", type: "t") })
+        let tool = ["/usr/bin/mdb_stat", "/usr/local/bin/mdb_stat"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let path = try #require(tool, "mdb_stat from Debian's lmdb-utils is not installed")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["-s", "events", dir.path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(output.contains("Entries: 50"))
+    }
+}

@@ -1,0 +1,89 @@
+import Testing
+@testable import EventLog
+
+@Suite struct RecordCodecTests {
+    static let events: [Event] = [
+        Event(stream: "messenger", type: "selectBotTab", origin: .url,
+              cause: Cause(id: "plan-7", step: 3, source: "botmessages://bots?filter=bots"),
+              outcome: .applied, payload: ["filter": "bots", "n": 3, "d": 0.25, "list": [true, nil]],
+              writes: [Write("messenger.selectedTab", old: "all", new: "bots"),
+                       Write("messenger.listFilter", old: nil, new: "bots"),
+                       Write("navigation.path[0]", old: "thread", new: nil),
+                       Write("objects.Post[\"a.b\"]", old: ["title": "é"], new: .null)]),
+        Event(stream: "messenger", type: "expandAvatar", origin: .tap, outcome: .skipped(reason: "unknown avatar \"zed\"")),
+        Event(stream: "messenger", type: "clearListFilter", origin: .capture, cause: Cause(id: "p"), outcome: .cancelled),
+        Event(stream: "deploys", type: "check", origin: .system),
+        Event(stream: "t", type: "x", origin: .test, payload: .string(String(repeating: "long ", count: 10_000))),
+    ]
+
+    @Test(arguments: events)
+    func binaryRoundTripKeepsEveryField(_ event: Event) throws {
+        var writer = BinaryWriter()
+        let time = Timestamp(microsecondsSince1970: 1_764_468_340_123_456)
+        let checksum = RecordCodec.encode(event, seq: 42, time: time, into: &writer)
+        let record = try writer.bytes.withUnsafeBytes { try RecordCodec.decode($0, seq: 42) }
+        #expect(record == EventRecord(seq: 42, time: time, event: event, checksum: checksum))
+        let writes = try writer.bytes.withUnsafeBytes { try RecordCodec.decodeWrites($0, seq: 42) }
+        #expect(writes == event.writes)
+    }
+
+    @Test(arguments: events)
+    func jsonRoundTripKeepsEveryField(_ event: Event) throws {
+        let record = EventRecord(seq: 9, time: Timestamp(microsecondsSince1970: 1_000_001), event: event, checksum: 0xDEAD_BEEF)
+        let imported = try ImportedEvent(json: try StateValue(json: record.jsonValue.json()))
+        #expect(imported.event == event)
+        #expect(imported.seq == 9)
+        #expect(imported.time == record.time)
+    }
+
+    @Test func checksumCoversTheSequenceNumber() throws {
+        var writer = BinaryWriter()
+        RecordCodec.encode(Self.events[0], seq: 1, time: Timestamp(microsecondsSince1970: 0), into: &writer)
+        #expect(throws: DecodingError.self) { try writer.bytes.withUnsafeBytes { try RecordCodec.decode($0, seq: 2) } }
+    }
+
+    @Test func everyFlippedByteIsDetected() throws {
+        var writer = BinaryWriter()
+        RecordCodec.encode(Self.events[0], seq: 5, time: Timestamp(microsecondsSince1970: 77), into: &writer)
+        for i in writer.bytes.indices {
+            var corrupt = writer.bytes
+            corrupt[i] ^= 0x10
+            #expect(throws: DecodingError.self) { try corrupt.withUnsafeBytes { try RecordCodec.decode($0, seq: 5) } }
+        }
+    }
+
+    @Test func truncatedRecordsAreErrorsNotCrashes() throws {
+        var writer = BinaryWriter()
+        RecordCodec.encode(Self.events[0], seq: 5, time: Timestamp(microsecondsSince1970: 77), into: &writer)
+        for length in 0..<writer.bytes.count {
+            let prefix = Array(writer.bytes[..<length])
+            #expect(throws: DecodingError.self) { try prefix.withUnsafeBytes { try RecordCodec.decode($0, seq: 5) } }
+        }
+    }
+
+    @Test func crc32cMatchesTheKnownCheckValue() {
+        let bytes = Array("123456789".utf8)
+        #expect(bytes.withUnsafeBytes { CRC32C.checksum($0) } == 0xE306_9283)
+        let split = bytes.withUnsafeBytes { raw in
+            CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[4...]), continuing: CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[..<4])))
+        }
+        #expect(split == 0xE306_9283)
+    }
+
+    @Test(arguments: [
+        (#"{"type":"x"}"#, "event needs a non-empty string \"stream\""),
+        (#"{"stream":"s","type":"x","origin":"mouse"}"#, "unknown origin \"mouse\" (expected tap, url, test, capture, system)"),
+        (#"{"stream":"s","type":"x","colour":1}"#, "unknown key \"colour\" in event"),
+        (#"{"stream":"s","type":"x","writes":[{"path":"a..b"}]}"#, "write path \"a..b\": column 3: expected a key"),
+        (#"{"stream":"s","type":"x","time":"noon"}"#, "\"time\" is not RFC 3339: noon"),
+        (#"[1]"#, "event must be a JSON object, not array"),
+    ])
+    func importRejectsBadRecordsWithAReason(_ json: String, _ message: String) throws {
+        do {
+            _ = try ImportedEvent(json: try StateValue(json: json))
+            Issue.record("accepted \(json)")
+        } catch {
+            #expect("\(error)" == message)
+        }
+    }
+}

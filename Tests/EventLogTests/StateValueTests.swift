@@ -1,0 +1,123 @@
+import Testing
+@testable import EventLog
+
+@Suite struct StatePathTests {
+    @Test(arguments: ["messenger.selectedTab", "navigation.path[0]", "objects.Post[\"a.b\"].title", "a[\"7\"]", "x[\"with \\\"quote\\\"\"]", ""])
+    func textRoundTrips(_ text: String) throws {
+        let path = try StatePath(parsing: text)
+        #expect(path.description == text)
+        #expect(try StatePath(parsing: path.description) == path)
+    }
+
+    @Test func parsesComponents() throws {
+        #expect(try StatePath(parsing: "a.b[2][\"c.d\"]").components == [.key("a"), .key("b"), .index(2), .key("c.d")])
+    }
+
+    @Test(arguments: [("a..b", 3), ("a.", 3), ("a[x]", 3), ("a[1", 4), (".a", 1), ("a b", 2), ("a[\"x", 5)])
+    func rejectsMalformedPathsWithColumn(_ text: String, _ column: Int) {
+        #expect(throws: PathSyntaxError.self) { try StatePath(parsing: text) }
+        do { _ = try StatePath(parsing: text) } catch { #expect(error.column == column, "\(text): \(error)") }
+    }
+}
+
+@Suite struct StateValueTests {
+    @Test func setCreatesIntermediateObjectsAndRemoves() throws {
+        var state = StateValue.emptyObject
+        try state.set("bots", at: "messenger.selectedTab")
+        try state.set(["a"], at: "navigation.path")
+        #expect(state["messenger.selectedTab"] == "bots")
+        try state.set("b", at: "navigation.path[1]")
+        #expect(state["navigation.path"] == ["a", "b"])
+        try state.set(nil, at: "messenger.selectedTab")
+        #expect(state["messenger.selectedTab"] == nil)
+        #expect(state["messenger"] == .emptyObject)
+    }
+
+    @Test func setThroughAScalarIsAnError() throws {
+        var state: StateValue = ["a": 1]
+        #expect(throws: StateError.self) { try state.set(2, at: "a.b") }
+        #expect(throws: StateError.self) { try state.set(2, at: "a[0]") }
+    }
+
+    @Test func objectEqualityIgnoresKeyOrder() {
+        let a: StateValue = ["x": 1, "y": 2]
+        let b: StateValue = ["y": 2, "x": 1]
+        #expect(a == b)
+        #expect(a.hashValue == b.hashValue)
+        #expect(a != ["x": 1, "y": 3])
+    }
+
+    @Test func largeObjectsStayConsistentAcrossInsertAndRemove() throws {
+        var object = StateObject()
+        for i in 0..<1_000 { object["id\(i)"] = .int(Int64(i)) }
+        for i in stride(from: 0, to: 1_000, by: 3) { object["id\(i)"] = nil }
+        #expect(object.count == 666)
+        #expect(object["id1"] == 1)
+        #expect(object["id3"] == nil)
+        #expect(object["id998"] == 998)
+        #expect(object.keys.first == "id1")
+    }
+
+    @Test func diffAppliedToTheOldStateGivesTheNewOne() throws {
+        var rng = SplitMix64(seed: 7)
+        for _ in 0..<200 {
+            var a = RandomSession(seed: rng.next())
+            var b = RandomSession(seed: rng.next())
+            for _ in 0..<30 { _ = a.next(); _ = b.next() }
+            var patched = a.state
+            try patched.apply(a.state.diff(to: b.state))
+            #expect(patched == b.state)
+            #expect(a.state.diff(to: a.state).isEmpty)
+        }
+    }
+
+    @Test func diffNamesTheChangedProperty() {
+        let before: StateValue = ["messenger": ["selectedTab": "all", "listFilter": .null]]
+        let after: StateValue = ["messenger": ["selectedTab": "bots", "listFilter": .null]]
+        #expect(before.diff(to: after) == [Write("messenger.selectedTab", old: "all", new: "bots")])
+    }
+}
+
+@Suite struct JSONTests {
+    @Test func roundTripsEveryKind() throws {
+        let value: StateValue = ["n": nil, "t": true, "f": false, "i": -42, "d": 1.5, "e": 1e-7, "whole": 2.0,
+                                 "s": "quote \" backslash \\ newline \n tab \t bell \u{7} é 😀", "a": [1, "x", []], "o": [:]]
+        #expect(try StateValue(json: value.json()) == value)
+        #expect(try StateValue(json: value.json(pretty: true)) == value)
+        #expect(try StateValue(json: "2.0") == .double(2))
+        #expect(try StateValue(json: "2") == .int(2))
+    }
+
+    @Test func keepsKeyOrder() throws {
+        let value = try StateValue(json: #"{"z":1,"a":2,"m":3}"#)
+        #expect(value.objectValue?.keys == ["z", "a", "m"])
+        #expect(value.json() == #"{"z":1,"a":2,"m":3}"#)
+    }
+
+    @Test func decodesEscapesAndSurrogates() throws {
+        #expect(try StateValue(json: #""\u00e9\ud83d\ude00\/""#) == "é😀/")
+    }
+
+    @Test(arguments: [("{\"a\":}", 1, 6), ("[1,2", 1, 5), ("{\"a\" 1}", 1, 6), ("\n  tru", 2, 3), ("1 2", 1, 3), ("\"\\x\"", 1, 2), ("01", 1, 2)])
+    func reportsLineAndColumn(_ text: String, _ line: Int, _ column: Int) {
+        do {
+            _ = try StateValue(json: text)
+            Issue.record("\(text) parsed")
+        } catch {
+            #expect(error.line == line && error.column == column, "\(text): \(error)")
+        }
+    }
+}
+
+@Suite struct TimestampTests {
+    @Test func formatsAndParsesRFC3339() {
+        let t = Timestamp(microsecondsSince1970: 1_764_468_340_123_456)
+        #expect(t.description == "2025-11-30T02:05:40.123456Z")
+        #expect(Timestamp(rfc3339: t.description) == t)
+        #expect(Timestamp(rfc3339: "2025-11-30T03:05:40.123456+01:00") == t)
+        #expect(Timestamp(rfc3339: "1969-12-31T23:59:59.5Z")?.microsecondsSince1970 == -500_000)
+        #expect(Timestamp(microsecondsSince1970: -500_000).description == "1969-12-31T23:59:59.500000Z")
+        #expect(Timestamp(rfc3339: "2025-13-01T00:00:00Z") == nil)
+        #expect(Timestamp(rfc3339: "yesterday") == nil)
+    }
+}

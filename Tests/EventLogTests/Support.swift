@@ -1,0 +1,80 @@
+import Foundation
+@testable import EventLog
+
+/// A fresh directory under the system's temporary directory, removed when the value dies.
+final class TemporaryDirectory {
+    let path: String
+
+    init(_ name: String = #function) {
+        let safe = name.filter { $0.isLetter || $0.isNumber }
+        path = NSTemporaryDirectory() + "eventlog-tests-\(safe)-\(UUID().uuidString)"
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    /// A path inside the directory.
+    func file(_ name: String) -> String { path + "/" + name }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// A clock that starts at a fixed moment and ticks one millisecond per reading.
+func steppingClock(start: Int64 = 1_764_468_000_000_000) -> Clock {
+    let counter = Counter()
+    return Clock { Timestamp(microsecondsSince1970: start + counter.next() * 1_000) }
+}
+
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Int64 = 0
+    func next() -> Int64 { lock.withLock { defer { value += 1 }; return value } }
+}
+
+extension EventStore.Options {
+    static func testing(keyframeInterval: UInt64 = 16, mapSize: Int = 1 << 20) -> Self {
+        var options = Self()
+        options.keyframeInterval = keyframeInterval
+        options.initialMapSize = mapSize
+        options.clock = steppingClock()
+        return options
+    }
+}
+
+/// A deterministic generator so that random tests can be replayed from their seed.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Random events whose write sets are consistent with the state they start from: counters
+/// incremented, keys added and removed, lists replaced.
+struct RandomSession {
+    var rng: SplitMix64
+    var state = StateValue.emptyObject
+
+    init(seed: UInt64) { rng = SplitMix64(seed: seed) }
+
+    mutating func next() -> Event {
+        let area = ["messenger", "navigation", "objects"].randomElement(using: &rng)!
+        let key = "k\(Int.random(in: 0..<20, using: &rng))"
+        let path = StatePath([.key(area), .key(key)])
+        let old = state[path]
+        let new: StateValue?
+        switch Int.random(in: 0..<5, using: &rng) {
+        case 0: new = nil
+        case 1: new = .string("v\(Int.random(in: 0..<1000, using: &rng))")
+        case 2: new = .int(Int64.random(in: -5...5, using: &rng))
+        case 3: new = ["a": .double(Double.random(in: 0..<1, using: &rng)), "b": [1, 2, .null]]
+        default: new = .bool(Bool.random(using: &rng))
+        }
+        let writes = old == nil && new == nil ? [] : [Write(path, old: old, new: new)]
+        try! state.apply(writes)
+        return Event(stream: area, type: "set", origin: .test, payload: ["key": .string(key)], writes: writes)
+    }
+}
