@@ -1,1 +1,7 @@
 import EventLogCLI
+import Foundation
+
+let console = Console.standard()
+let status = EventLogCLI.run(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment, console: console)
+console.flush()
+exit(status)

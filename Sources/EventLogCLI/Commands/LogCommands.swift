@@ -1,0 +1,255 @@
+import EventLog
+import Foundation
+
+/// The commands that read, check, export and import the log itself.
+enum LogCommands {
+    static let all: [CommandSpec] = [info, log, show, snapshot, diff, verify, export, importEvents]
+
+    static let info = CommandSpec(
+        name: "info",
+        summary: "Show the format version, event count, seq range and size of the database."
+    ) { _, context in
+        let store = try context.openStore()
+        let (last, first, keyframes) = try attempt { (try store.lastSeq(), try store.firstSeq(), try store.keyframeCount()) }
+        let fileBytes = (try? FileManager.default.attributesOfItem(atPath: context.databasePath + "/data.mdb")[.size] as? Int) ?? 0
+        if context.json {
+            let firstSeq: StateValue = first.map { .int(Int64($0)) } ?? .null
+            context.printJSON([
+                "database": .string(context.databasePath), "events": .int(Int64(last)),
+                "fileBytes": .int(Int64(fileBytes)), "firstSeq": firstSeq,
+                "format": .int(Int64(EventStore.formatVersion)), "keyframeInterval": .int(Int64(store.keyframeInterval)),
+                "keyframes": .int(Int64(keyframes)), "lastSeq": .int(Int64(last)),
+                "mapBytes": .int(Int64(store.environment.mapSize)),
+            ])
+        } else {
+            context.console.line("""
+                database   \(context.databasePath)
+                format     \(EventStore.formatVersion)
+                events     \(last)
+                first seq  \(first.map(String.init) ?? "-")
+                last seq   \(last)
+                keyframes  \(keyframes) (every \(store.keyframeInterval) events)
+                file size  \(Render.bytes(fileBytes))
+                map size   \(Render.bytes(store.environment.mapSize))
+                """)
+        }
+        return .ok
+    }
+
+    static let rangeOptions: [CommandSpec.Option] = [
+        .init(name: "from", value: "N", help: "The first seq (default: 1)."),
+        .init(name: "to", value: "N", help: "The last seq (default: the newest)."),
+    ]
+
+    static let log = CommandSpec(
+        name: "log",
+        summary: "List events, one line each: seq, time, origin, outcome, stream/type and writes.",
+        discussion: "With --json, one JSON record per line (NDJSON), as 'export' writes them.",
+        options: rangeOptions
+    ) { arguments, context in
+        let store = try context.openStore()
+        try forEachRecord(in: store, arguments) { record in
+            context.console.line(context.json ? record.jsonValue.json() : Render.logLine(record))
+        }
+        return .ok
+    }
+
+    static let show = CommandSpec(
+        name: "show",
+        summary: "Show one event: its record, its write set and the state after it.",
+        arguments: [.init(name: "N", help: "The seq of the event.")]
+    ) { arguments, context in
+        let seq = try arguments.seq(at: 0, "N")!
+        let store = try context.openStore()
+        let (record, state) = try attempt { () throws -> (EventRecord?, StateValue) in
+            guard let record = try store.record(seq) else { return (nil, .null) }
+            return (record, try store.snapshot(after: seq))
+        }
+        guard let record else { throw CLIError.badInput(try attempt { "no event \(seq): the log holds \(try range(store))" }) }
+        if context.json {
+            context.printJSON(["record": record.jsonValue, "state": state])
+            return .ok
+        }
+        let event = record.event
+        var lines = [
+            "seq       \(record.seq)",
+            "time      \(record.time)",
+            "stream    \(event.stream)",
+            "type      \(event.type)",
+            "origin    \(event.origin.rawValue)",
+        ]
+        if let cause = event.cause {
+            lines.append("cause     \(cause.id) step \(cause.step)" + (cause.source.isEmpty ? "" : " (\(cause.source))"))
+        }
+        switch event.outcome {
+        case .skipped(let reason): lines.append("outcome   skipped: \(reason)")
+        default: lines.append("outcome   \(event.outcome.name)")
+        }
+        lines.append("payload   \(event.payload.json())")
+        lines.append("checksum  \(String(format: "%08x", record.checksum))")
+        lines.append("writes    \(event.writes.isEmpty ? "(none)" : "")")
+        lines += event.writes.map { "  " + Render.write($0) }
+        lines.append("state after \(record.seq):")
+        lines.append(state.json(pretty: true))
+        context.console.line(lines.joined(separator: "\n"))
+        return .ok
+    }
+
+    static let snapshot = CommandSpec(
+        name: "snapshot",
+        summary: "Print the state right after event N (from the nearest keyframe plus write sets).",
+        arguments: [.init(name: "N", help: "The seq (default: the newest; 0 is the empty state before the first event).", isOptional: true)],
+        options: [.init(name: "path", value: "PATH", help: "Print only the value at PATH, such as messenger.selectedTab.")]
+    ) { arguments, context in
+        let store = try context.openStore()
+        let seq = try arguments.seq(at: 0, "N") ?? attempt { try store.lastSeq() }
+        var state = try attempt { try store.snapshot(after: seq) }
+        if let text = arguments.value("path") {
+            let path: StatePath
+            do { path = try StatePath(parsing: text) } catch { throw CLIError.badInput("--path \(text): \(error)") }
+            guard let value = state[path] else { throw CLIError.badInput("nothing at \(text) after event \(seq)") }
+            state = value
+        }
+        context.console.line(state.json(pretty: !context.json))
+        return .ok
+    }
+
+    static let diff = CommandSpec(
+        name: "diff",
+        summary: "Show the structural diff between the states after events A and B.",
+        discussion: "Lines read '~ path: old → new', '+ path: new' (added) and '- path: old' (removed).",
+        arguments: [.init(name: "A", help: "The seq of the older state."), .init(name: "B", help: "The seq of the newer state.")]
+    ) { arguments, context in
+        let a = try arguments.seq(at: 0, "A")!
+        let b = try arguments.seq(at: 1, "B")!
+        let store = try context.openStore()
+        let writes = try attempt { try store.snapshot(after: a).diff(to: try store.snapshot(after: b)) }
+        if context.json {
+            context.printJSON(["from": .int(Int64(a)), "to": .int(Int64(b)), "writes": .array(writes.map(\.jsonValue))])
+        } else if writes.isEmpty {
+            context.console.line("no differences between the states after \(a) and \(b)")
+        } else {
+            context.console.line(Render.diff(writes).joined(separator: "\n"))
+        }
+        return .ok
+    }
+
+    static let verify = CommandSpec(
+        name: "verify",
+        summary: "Check every checksum, the dense sequence, and every keyframe against the write sets.",
+        discussion: "Stops at the first problem and prints its seq; exits 1 when it finds one."
+    ) { _, context in
+        let store = try context.openStore()
+        let report = try attempt { try store.verify { context.console.progress("verified \($0) events") } }
+        context.console.endProgress()
+        if context.json {
+            let problem: StateValue = report.problem.map { ["reason": .string($0.reason), "seq": .int(Int64($0.seq))] } ?? .null
+            context.printJSON(["events": .int(Int64(report.eventsChecked)), "keyframes": .int(Int64(report.keyframesChecked)),
+                               "ok": .bool(report.isOK), "problem": problem])
+        } else if let problem = report.problem {
+            context.console.line("problem at seq \(problem.seq): \(problem.reason) (\(report.eventsChecked) events good before it)")
+        } else {
+            context.console.line("ok: \(report.eventsChecked) events and \(report.keyframesChecked) keyframes verified")
+        }
+        return report.isOK ? .ok : .problem
+    }
+
+    static let export = CommandSpec(
+        name: "export",
+        summary: "Write events as JSON lines (one record per line) to stdout, for 'import' or other tools.",
+        options: rangeOptions
+    ) { arguments, context in
+        let store = try context.openStore()
+        try forEachRecord(in: store, arguments) { context.console.line($0.jsonValue.json()) }
+        return .ok
+    }
+
+    static let importEvents = CommandSpec(
+        name: "import",
+        summary: "Append events read as JSON lines (as 'export' writes them) from FILE, or stdin for -.",
+        discussion: """
+            Each line is one event: "stream" and "type" are required; "origin", "cause", "outcome",
+            "reason", "payload", "writes" and "time" are kept; a "seq", when present, must be the seq
+            the event will get; a "checksum" is ignored. Every write's old value must match the state.
+            Without --batch all lines commit in one transaction: one bad line appends nothing.
+            """,
+        arguments: [.init(name: "FILE", help: "A JSON-lines file, or - for stdin.")],
+        options: [.init(name: "batch", value: "N", help: "Commit every N events (earlier batches stay if a later line is bad).")],
+        writes: true
+    ) { arguments, context in
+        let source = arguments.positionals[0]
+        let batchSize = try arguments.count("batch") ?? .max
+        let data: Data
+        if source == "-" {
+            data = context.console.stdin()
+        } else {
+            guard let contents = FileManager.default.contents(atPath: source) else { throw CLIError.badInput("cannot read \(source)") }
+            data = contents
+        }
+        var lines: [(number: Int, event: ImportedEvent)] = []
+        for (index, line) in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
+            let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespaces)
+            if text.isEmpty { continue }
+            do {
+                lines.append((index + 1, try ImportedEvent(json: try StateValue(json: text))))
+            } catch let error as JSONSyntaxError {
+                throw CLIError.badInput("\(source) line \(index + 1), column \(error.column): \(error.reason)")
+            } catch {
+                throw CLIError.badInput("\(source) line \(index + 1): \(error)")
+            }
+        }
+        let existed = FileManager.default.fileExists(atPath: context.databasePath + "/data.mdb")
+        let store = try context.openStore(writable: true)
+        var imported: ClosedRange<UInt64>?
+        do {
+            var start = 0
+            while start < lines.count {
+                let chunk = lines[start..<min(lines.count, start + batchSize)]
+                let range = try attempt { try store.transact { try append(chunk, from: source, to: &$0) } }
+                imported = (imported?.lowerBound ?? range.lowerBound)...range.upperBound
+                start += chunk.count
+                context.console.progress("imported \(start) of \(lines.count) events")
+            }
+        } catch {
+            // A database this command created and left empty is removed again.
+            if !existed && imported == nil { try? FileManager.default.removeItem(atPath: context.databasePath) }
+            throw error
+        }
+        context.console.endProgress()
+        if context.json {
+            let first: StateValue = imported.map { .int(Int64($0.lowerBound)) } ?? .null
+            let last: StateValue = imported.map { .int(Int64($0.upperBound)) } ?? .null
+            context.printJSON(["first": first, "imported": .int(Int64(lines.count)), "last": last])
+        } else {
+            context.console.line(imported.map { "imported \(lines.count) events (seq \($0.lowerBound)…\($0.upperBound))" } ?? "imported 0 events")
+        }
+        return .ok
+    }
+
+    /// Appends one chunk of imported lines to a batch and returns their seqs.
+    private static func append(_ chunk: ArraySlice<(number: Int, event: ImportedEvent)>, from source: String,
+                               to batch: inout AppendBatch) throws -> ClosedRange<UInt64> {
+        for (number, item) in chunk {
+            if let seq = item.seq, seq != batch.lastSeq + 1 {
+                throw CLIError.badInput("\(source) line \(number): seq \(seq) does not follow the log's last seq \(batch.lastSeq)")
+            }
+            do { try batch.append(item.event, time: item.time) } catch {
+                throw CLIError.badInput("\(source) line \(number): \(error)")
+            }
+        }
+        return (batch.lastSeq - UInt64(chunk.count) + 1)...batch.lastSeq
+    }
+
+    /// Calls `body` for each record in the --from/--to range.
+    static func forEachRecord(in store: EventStore, _ arguments: ParsedArguments, _ body: (EventRecord) -> Void) throws(CLIError) {
+        let from = try arguments.seq("from") ?? 1
+        let to = try arguments.seq("to") ?? .max
+        guard from <= to else { throw CLIError.badInput("--from \(from) is after --to \(to)") }
+        try attempt { try store.forEachRecord(from: from, to: to) { body($0); return true } }
+    }
+
+    static func range(_ store: EventStore) throws -> String {
+        let last = try store.lastSeq()
+        return last == 0 ? "no events" : "1…\(last)"
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where a command's output goes. stdout carries the result only; diagnostics and progress
+/// go to stderr, and progress only when stderr is a terminal.
+public final class Console: @unchecked Sendable {
+    private let writeOut: (String) -> Void
+    private let writeErr: (String) -> Void
+    private let readIn: () -> Data
+    private let flushOut: () -> Void
+    /// Whether progress lines should be drawn on stderr.
+    public let showsProgress: Bool
+
+    public init(stdout: @escaping (String) -> Void, stderr: @escaping (String) -> Void,
+                stdin: @escaping () -> Data = { Data() }, showsProgress: Bool = false,
+                flush: @escaping () -> Void = {}) {
+        writeOut = stdout
+        writeErr = stderr
+        readIn = stdin
+        flushOut = flush
+        self.showsProgress = showsProgress
+    }
+
+    /// The process's own streams. stdout is buffered (64 KiB) until `flush()`; stderr is not.
+    public static func standard() -> Console {
+        let out = FileDescriptorBuffer(descriptor: STDOUT_FILENO)
+        return Console(stdout: out.write,
+                       stderr: { FileDescriptorBuffer.writeAll($0, to: STDERR_FILENO) },
+                       stdin: { FileHandle.standardInput.readDataToEndOfFile() },
+                       showsProgress: isatty(STDERR_FILENO) == 1,
+                       flush: out.flush)
+    }
+
+    func out(_ text: String) { writeOut(text) }
+    func line(_ text: String = "") { writeOut(text + "\n") }
+    func error(_ text: String) {
+        flushOut()
+        writeErr(text)
+    }
+    func stdin() -> Data { readIn() }
+
+    /// Draws `text` over the previous progress line, when progress is shown.
+    func progress(_ text: String) {
+        if showsProgress { writeErr("\r\u{1B}[2K" + text) }
+    }
+
+    /// Clears the progress line.
+    func endProgress() {
+        if showsProgress { writeErr("\r\u{1B}[2K") }
+    }
+
+    /// Writes out whatever stdout still holds.
+    public func flush() { flushOut() }
+}
+
+/// Collects output and writes it to a file descriptor in large chunks.
+private final class FileDescriptorBuffer: @unchecked Sendable {
+    private let descriptor: Int32
+    private var bytes: [UInt8] = []
+    private let lock = NSLock()
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+        bytes.reserveCapacity(1 << 16)
+    }
+
+    func write(_ text: String) {
+        lock.withLock {
+            bytes.append(contentsOf: text.utf8)
+            if bytes.count >= 1 << 16 { drain() }
+        }
+    }
+
+    func flush() { lock.withLock { drain() } }
+
+    private func drain() {
+        bytes.withUnsafeBytes { Self.writeAll($0, to: descriptor) }
+        bytes.removeAll(keepingCapacity: true)
+    }
+
+    static func writeAll(_ text: String, to descriptor: Int32) {
+        Array(text.utf8).withUnsafeBytes { writeAll($0, to: descriptor) }
+    }
+
+    /// Writes every byte, retrying short writes and interrupts; a closed pipe ends quietly.
+    static func writeAll(_ buffer: UnsafeRawBufferPointer, to descriptor: Int32) {
+        var offset = 0
+        while offset < buffer.count {
+            let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            offset += written
+        }
+    }
+}

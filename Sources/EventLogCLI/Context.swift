@@ -1,0 +1,53 @@
+import EventLog
+import Foundation
+
+/// What a running command can reach: the chosen database, the output mode and the console.
+struct Context: Sendable {
+    /// `--db`, else `$EVENTLOG_DB`, else `./eventlog.lmdb`.
+    var databasePath: String
+    var json: Bool
+    var console: Console
+
+    static let defaultDatabasePath = "./eventlog.lmdb"
+
+    init(arguments: ParsedArguments, environment: [String: String], console: Console) {
+        databasePath = arguments.value("db") ?? environment["EVENTLOG_DB"].flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultDatabasePath
+        json = arguments.flag("json")
+        self.console = console
+    }
+
+    /// Prints one compact JSON document on its own line.
+    func printJSON(_ value: StateValue) { console.line(value.json()) }
+
+    /// Opens the event log; read-only unless `writable`, in which case it is created when
+    /// missing. Failures become exit code 3 with a one-line reason.
+    func openStore(writable: Bool = false) throws(CLIError) -> EventStore {
+        var options = EventStore.Options()
+        options.readOnly = !writable
+        do {
+            return try EventStore(path: databasePath, options: options)
+        } catch let error as EventStoreError {
+            throw CLIError.unavailable("cannot open \(databasePath): \(error)")
+        } catch {
+            throw CLIError.unavailable("cannot open \(databasePath): \(error)")
+        }
+    }
+}
+
+/// Runs library code and turns its errors into the CLI's: bad references are usage errors
+/// (2), corruption is a problem found (1), storage trouble is exit 3.
+func attempt<R>(_ body: () throws -> R) throws(CLIError) -> R {
+    do {
+        return try body()
+    } catch let error as CLIError {
+        throw error
+    } catch let error as EventStoreError {
+        switch error {
+        case .noSuchEvent, .staleWrite, .invalidWrite, .readOnly: throw CLIError.badInput("\(error)")
+        case .corruptRecord, .corruptKeyframe: throw CLIError.problem("\(error)")
+        case .notFound, .notAnEventLog, .newerFormat, .storage: throw CLIError.unavailable("\(error)")
+        }
+    } catch {
+        throw CLIError.unavailable("\(error)")
+    }
+}

@@ -1,0 +1,35 @@
+import EventLog
+
+/// The `eventlog` command line: `main.swift` only glues the process to `run`.
+public enum EventLogCLI {
+    static let commands: [CommandSpec] = LogCommands.all
+
+    /// Parses `arguments` (without the program name), runs the command and returns its exit
+    /// code. Errors print `Error: …` (and for usage errors the usage line) on stderr.
+    public static func run(_ arguments: [String], environment: [String: String], console: Console) -> Int32 {
+        let parser = Parser(commands: commands)
+        var spec: CommandSpec?
+        do {
+            switch try parser.parse(arguments) {
+            case .help(let command):
+                console.out(command.map(Help.command) ?? Help.overview(commands))
+                return ExitCode.ok.rawValue
+            case .run(let command, let parsed):
+                spec = command
+                let context = Context(arguments: parsed, environment: environment, console: console)
+                return try command.run(parsed, context).rawValue
+            }
+        } catch let error as CLIError {
+            console.endProgress()
+            console.error("Error: \(error.message)\n")
+            if error.showUsage {
+                let usage = error.usageLine ?? spec?.usage ?? "eventlog <command> [arguments] [--db PATH] [--json]"
+                console.error("Usage: \(usage)\n")
+            }
+            return error.code.rawValue
+        } catch {
+            console.error("Error: \(error)\n")
+            return ExitCode.unavailable.rawValue
+        }
+    }
+}

@@ -1,0 +1,133 @@
+/// What the command line asks for.
+enum Invocation: Sendable {
+    /// Help for one command, or the overview when `nil`.
+    case help(CommandSpec?)
+    case run(CommandSpec, ParsedArguments)
+}
+
+/// Turns arguments into an invocation without touching anything: `--opt value` and
+/// `--opt=value`, `--` ends options, `-h`/`--help` anywhere asks for help, `eventlog help X`
+/// equals `eventlog X --help`, and unknown options or extra arguments are errors.
+struct Parser {
+    let commands: [CommandSpec]
+
+    func command(named name: String) -> CommandSpec? { commands.first { $0.name == name } }
+
+    func parse(_ arguments: [String]) throws(CLIError) -> Invocation {
+        guard let first = arguments.first else { return .help(nil) }
+        if first == "-h" || first == "--help" { return .help(nil) }
+        if first == "help" {
+            guard arguments.count > 1 else { return .help(nil) }
+            guard let spec = command(named: arguments[1]) else { throw unknownCommand(arguments[1]) }
+            return .help(spec)
+        }
+        guard let spec = command(named: first) else {
+            if first.hasPrefix("-") { throw CLIError.usage("expected a command before \(first)") }
+            throw unknownCommand(first)
+        }
+        let rest = Array(arguments.dropFirst())
+        if rest.prefix(while: { $0 != "--" }).contains(where: { $0 == "-h" || $0 == "--help" }) { return .help(spec) }
+        do {
+            return .run(spec, try parse(rest, for: spec))
+        } catch {
+            var error = error
+            error.usageLine = spec.usage
+            throw error
+        }
+    }
+
+    private func unknownCommand(_ name: String) -> CLIError {
+        CLIError.usage("unknown command '\(name)'; the commands are: \(commands.map(\.name).joined(separator: ", "))")
+    }
+
+    func parse(_ arguments: [String], for spec: CommandSpec) throws(CLIError) -> ParsedArguments {
+        var parsed = ParsedArguments()
+        var index = 0
+        var optionsEnded = false
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            if optionsEnded || !argument.hasPrefix("-") || argument == "-" || Int(argument) != nil {
+                parsed.positionals.append(argument)
+                continue
+            }
+            if argument == "--" { optionsEnded = true; continue }
+            guard argument.hasPrefix("--") else { throw CLIError.usage("unknown option '\(argument)'") }
+            var name = String(argument.dropFirst(2))
+            var inlineValue: String?
+            if let equals = name.firstIndex(of: "=") {
+                inlineValue = String(name[name.index(after: equals)...])
+                name = String(name[..<equals])
+            }
+            guard let option = spec.allOptions.first(where: { $0.name == name }) else {
+                throw CLIError.usage("unknown option '--\(name)' for '\(spec.name)'")
+            }
+            if option.value == nil {
+                guard inlineValue == nil else { throw CLIError.usage("--\(name) takes no value") }
+                parsed.flags.insert(name)
+            } else if let inlineValue {
+                parsed.values[name] = inlineValue
+            } else {
+                guard index < arguments.count else { throw CLIError.usage("--\(name) needs a value (\(option.value!))") }
+                parsed.values[name] = arguments[index]
+                index += 1
+            }
+        }
+        let required = spec.arguments.filter { !$0.isOptional }.count
+        if parsed.positionals.count < required {
+            throw CLIError.usage("missing \(spec.arguments[parsed.positionals.count].name)")
+        }
+        if parsed.positionals.count > spec.arguments.count {
+            throw CLIError.usage("unexpected argument '\(parsed.positionals[spec.arguments.count])'")
+        }
+        return parsed
+    }
+}
+
+/// Help text in the sections swift-argument-parser users know.
+enum Help {
+    static func overview(_ commands: [CommandSpec]) -> String {
+        let width = commands.map(\.name.count).max() ?? 0
+        var text = """
+            OVERVIEW: Record, inspect and check an event log: the append-only history of an
+            app's state, with the state after every event.
+
+            USAGE: eventlog <command> [arguments] [--db PATH] [--json]
+
+            SUBCOMMANDS:
+
+            """
+        for command in commands {
+            text += "  " + command.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + command.summary + "\n"
+        }
+        text += """
+
+            See 'eventlog help <command>' (or 'eventlog <command> --help') for each command.
+            The database is --db PATH, else $EVENTLOG_DB, else ./eventlog.lmdb.
+
+            \(ExitCode.help)
+
+            """
+        return text
+    }
+
+    static func command(_ spec: CommandSpec) -> String {
+        var text = "OVERVIEW: \(spec.summary)\n"
+        if let discussion = spec.discussion { text += "\n\(discussion)\n" }
+        text += "\nUSAGE: \(spec.usage)\n"
+        if !spec.arguments.isEmpty {
+            text += "\nARGUMENTS:\n" + table(spec.arguments.map { ($0.name, $0.help) })
+        }
+        text += "\nOPTIONS:\n" + table(spec.allOptions.map { option in
+            let name = option.name == "help" ? "-h, --help" : "--\(option.name)" + (option.value.map { " \($0)" } ?? "")
+            return (name, option.help)
+        })
+        text += "\n\(ExitCode.help)\n"
+        return text
+    }
+
+    private static func table(_ rows: [(String, String)]) -> String {
+        let width = rows.map(\.0.count).max() ?? 0
+        return rows.map { "  " + $0.0.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.1 }.joined(separator: "\n") + "\n"
+    }
+}

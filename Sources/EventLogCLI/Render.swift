@@ -1,0 +1,64 @@
+import EventLog
+
+/// Text for people: short, aligned, one event per line.
+enum Render {
+    /// A value in compact JSON, cut to `limit` characters.
+    static func value(_ value: StateValue?, limit: Int = 48) -> String {
+        guard let value else { return "(absent)" }
+        let text = value.json()
+        return text.count > limit ? String(text.prefix(limit - 1)) + "…" : text
+    }
+
+    static func path(_ path: StatePath) -> String { path.isRoot ? "(root)" : path.description }
+
+    static func write(_ write: Write) -> String {
+        "\(path(write.path)): \(value(write.old)) → \(value(write.new))"
+    }
+
+    /// `   12  2026-11-30T02:05:40.123Z  url      applied    messenger/clearListFilter  listFilter: "bots" → null`
+    static func logLine(_ record: EventRecord) -> String {
+        let event = record.event
+        let detail: String
+        switch event.outcome {
+        case .applied: detail = event.writes.map(write).joined(separator: "; ")
+        case .skipped(let reason): detail = reason
+        case .cancelled: detail = event.cause.map { "superseded during plan \($0.id)" } ?? ""
+        }
+        let seq = String(record.seq)
+        return String(repeating: " ", count: max(0, 7 - seq.count)) + seq
+            + "  " + shortTime(record.time)
+            + "  " + event.origin.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)
+            + event.outcome.name.padding(toLength: 10, withPad: " ", startingAt: 0)
+            + "\(event.stream)/\(event.type)"
+            + (detail.isEmpty ? "" : "  " + detail)
+    }
+
+    /// RFC 3339 to the millisecond.
+    static func shortTime(_ time: Timestamp) -> String {
+        let full = time.description
+        return String(full.prefix(23)) + "Z"
+    }
+
+    /// A diff as lines: `~ path: old → new`, `+ path: new`, `- path: old`.
+    static func diff(_ writes: [Write]) -> [String] {
+        writes.map { write in
+            switch (write.old, write.new) {
+            case (nil, let new?): "+ \(path(write.path)): \(value(new, limit: 120))"
+            case (let old?, nil): "- \(path(write.path)): \(value(old, limit: 120))"
+            default: "~ \(path(write.path)): \(value(write.old, limit: 60)) → \(value(write.new, limit: 60))"
+            }
+        }
+    }
+
+    /// Bytes for people: `1.2 MiB (1,234,567 bytes)`.
+    static func bytes(_ count: Int) -> String {
+        let units = ["bytes", "KiB", "MiB", "GiB", "TiB"]
+        var size = Double(count)
+        var unit = 0
+        while size >= 1024 && unit < units.count - 1 {
+            size /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(count) bytes" : "\((size * 10).rounded() / 10) \(units[unit]) (\(count) bytes)"
+    }
+}

@@ -1,0 +1,192 @@
+import EventLog
+import Foundation
+import Testing
+@testable import EventLogCLI
+
+@Suite struct LogCommandTests {
+    let dir = TemporaryDirectory()
+    var db: String { dir.file("log.lmdb") }
+
+    func seeded(_ count: Int = 20) -> String {
+        let result = eventlog(["import", "-", "--db", db], stdin: counterEvents(key: "counter", count: count))
+        #expect(result.code == 0, "\(result.err)")
+        return db
+    }
+
+    @Test func importThenLogListsEveryEvent() {
+        let result = eventlog(["import", "-", "--db", db], stdin: counterEvents(key: "counter", count: 3))
+        #expect(result.out == "imported 3 events (seq 1…3)\n")
+        let log = eventlog(["log", "--db", db])
+        #expect(log.code == 0)
+        let lines = log.out.split(separator: "\n")
+        #expect(lines.count == 3)
+        #expect(lines[2].hasSuffix("test    applied   test/tick  counter: 1 → 2"))
+        #expect(lines[0].hasPrefix("      1  20"))
+    }
+
+    @Test func logHonoursTheRangeAndJSONIsOneRecordPerLine() throws {
+        _ = seeded()
+        let result = eventlog(["log", "--from", "5", "--to=7", "--json", "--db", db])
+        let records = try result.out.split(separator: "\n").map { try StateValue(json: String($0)) }
+        #expect(records.map { $0["seq"] } == [5, 6, 7])
+        #expect(records[0]["writes[0].new"] == 4)
+        #expect(eventlog(["log", "--from", "9", "--to", "3", "--db", db]).code == 2)
+    }
+
+    @Test func infoReportsCountsAndFormat() throws {
+        _ = seeded()
+        let info = try StateValue(json: eventlog(["info", "--json", "--db", db]).out)
+        #expect(info["events"] == 20)
+        #expect(info["firstSeq"] == 1)
+        #expect(info["lastSeq"] == 20)
+        #expect(info["format"] == 1)
+        #expect(info["fileBytes"]?.intValue ?? 0 > 0)
+        #expect(eventlog(["info", "--db", db]).out.contains("events     20"))
+    }
+
+    @Test func showPrintsTheRecordWritesAndState() throws {
+        _ = seeded()
+        let text = eventlog(["show", "4", "--db", db])
+        #expect(text.out.contains("type      tick"))
+        #expect(text.out.contains("  counter: 2 → 3"))
+        #expect(text.out.contains("\"counter\": 3"))
+        let json = try StateValue(json: eventlog(["show", "4", "--json", "--db", db]).out)
+        #expect(json["record.seq"] == 4)
+        #expect(json["state.counter"] == 3)
+        let missing = eventlog(["show", "99", "--db", db])
+        #expect(missing.code == 2)
+        #expect(missing.err == "Error: no event 99: the log holds 1…20\n")
+    }
+
+    @Test func snapshotAndDiffReadAnyMoment() throws {
+        _ = seeded()
+        #expect(eventlog(["snapshot", "7", "--json", "--db", db]).out == "{\"counter\":6}\n")
+        #expect(eventlog(["snapshot", "0", "--json", "--db", db]).out == "{}\n")
+        #expect(eventlog(["snapshot", "--path", "counter", "--db", db]).out == "19\n")
+        #expect(eventlog(["snapshot", "--path", "a..b", "--db", db]).err == "Error: --path a..b: column 3: expected a key\n")
+        #expect(eventlog(["diff", "3", "9", "--db", db]).out == "~ counter: 2 → 8\n")
+        #expect(eventlog(["diff", "0", "1", "--db", db]).out == "+ counter: 0\n")
+        #expect(eventlog(["diff", "5", "5", "--db", db]).out == "no differences between the states after 5 and 5\n")
+        let json = try StateValue(json: eventlog(["diff", "1", "0", "--json", "--db", db]).out)
+        #expect(json["writes"] == [["old": 0, "path": "counter"]])
+    }
+
+    @Test func verifyReportsOKAndExportImportRoundTrips() throws {
+        _ = seeded(300)
+        let verify = eventlog(["verify", "--db", db])
+        #expect(verify.code == 0)
+        #expect(verify.out == "ok: 300 events and 1 keyframes verified\n")
+        let export = eventlog(["export", "--db", db])
+        let copy = dir.file("copy.lmdb")
+        #expect(eventlog(["import", "-", "--db", copy], stdin: export.out).code == 0)
+        #expect(eventlog(["export", "--db", copy]).out == export.out)
+    }
+
+    @Test func importOfABadLineAppendsNothing() {
+        _ = seeded(5)
+        let bad = counterEvents(key: "counter", count: 3, start: 5) + #"{"stream":"test","type":"tick","writes":[{"path":"counter","old":1,"new":2}]}"# + "\n"
+        let result = eventlog(["import", "-", "--db", db], stdin: bad)
+        #expect(result.code == 2)
+        #expect(result.err == "Error: - line 4: stale write at counter: the write set expects 1 but the state holds 7\n")
+        #expect(eventlog(["info", "--json", "--db", db]).out.contains("\"lastSeq\":5"))
+
+        let malformed = eventlog(["import", "-", "--db", db], stdin: "{\"stream\":\"s\",\n")
+        #expect(malformed.err == "Error: - line 1, column 15: expected a string key\n")
+        let wrongSeq = eventlog(["import", "-", "--db", db], stdin: #"{"seq":9,"stream":"s","type":"t"}"#)
+        #expect(wrongSeq.err == "Error: - line 1: seq 9 does not follow the log's last seq 5\n")
+        #expect(eventlog(["info", "--json", "--db", db]).out.contains("\"lastSeq\":5"))
+    }
+
+    @Test func aFailedImportIntoANewDatabaseLeavesNoDatabase() {
+        let result = eventlog(["import", "-", "--db", db], stdin: #"{"stream":"s","type":"t","writes":[{"path":"x","old":1,"new":2}]}"#)
+        #expect(result.code == 2)
+        #expect(!FileManager.default.fileExists(atPath: db))
+    }
+
+    @Test func readCommandsOnAMissingDatabaseExitThree() {
+        for command in ["info", "log", "verify", "export", "snapshot"] {
+            let result = eventlog([command, "--db", dir.file("nothing.lmdb")])
+            #expect(result.code == 3, "\(command)")
+            #expect(result.err == "Error: cannot open \(dir.file("nothing.lmdb")): no event log at \(dir.file("nothing.lmdb"))\n")
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir.file("nothing.lmdb")))
+    }
+
+    @Test func theDatabaseComesFromTheFlagThenTheEnvironment() {
+        _ = seeded(2)
+        #expect(eventlog(["info", "--json"], environment: ["EVENTLOG_DB": db]).out.contains("\"events\":2"))
+        #expect(eventlog(["info", "--json", "--db", dir.file("other")], environment: ["EVENTLOG_DB": db]).code == 3)
+    }
+}
+
+@Suite struct ParsingTests {
+    @Test(arguments: [
+        (["frob"], "Error: unknown command 'frob'; the commands are: info, log, show, snapshot, diff, verify, export, import\nUsage: eventlog <command> [arguments] [--db PATH] [--json]\n"),
+        (["log", "--bogus"], "Error: unknown option '--bogus' for 'log'\nUsage: eventlog log [--from N] [--to N] [--db PATH] [--json]\n"),
+        (["log", "--from"], "Error: --from needs a value (N)\nUsage: eventlog log [--from N] [--to N] [--db PATH] [--json]\n"),
+        (["show"], "Error: missing N\nUsage: eventlog show N [--db PATH] [--json]\n"),
+        (["show", "1", "2"], "Error: unexpected argument '2'\nUsage: eventlog show N [--db PATH] [--json]\n"),
+        (["show", "-3"], "Error: N must be a sequence number (0 or more), not \"-3\"\nUsage: eventlog show N [--db PATH] [--json]\n"),
+        (["verify", "--json=yes"], "Error: --json takes no value\nUsage: eventlog verify [--db PATH] [--json]\n"),
+        (["import", "-", "--batch", "0"], "Error: --batch must be a positive whole number, not \"0\"\nUsage: eventlog import FILE [--batch N] [--db PATH] [--json]\n"),
+    ])
+    func usageErrorsExitTwoWithTheUsageLine(_ arguments: [String], _ message: String) {
+        let result = eventlog(arguments)
+        #expect(result.code == 2)
+        #expect(result.err == message)
+        #expect(result.out.isEmpty)
+    }
+
+    @Test func helpIsTheSameEverywhere() {
+        let help = eventlog(["help", "diff"])
+        #expect(help.code == 0)
+        #expect(help.out.hasPrefix("OVERVIEW: Show the structural diff"))
+        #expect(help.out.contains("USAGE: eventlog diff A B [--db PATH] [--json]"))
+        #expect(help.out.contains("EXIT CODES:"))
+        #expect(eventlog(["diff", "--help"]).out == help.out)
+        #expect(eventlog(["diff", "1", "-h"]).out == help.out)
+        let overview = eventlog([])
+        #expect(overview.out.contains("SUBCOMMANDS:"))
+        #expect(eventlog(["--help"]).out == overview.out)
+    }
+
+    @Test func doubleDashEndsOptions() throws {
+        let dir = TemporaryDirectory()
+        let file = dir.file("--json")
+        try counterEvents(key: "c", count: 1).write(toFile: file, atomically: true, encoding: .utf8)
+        let result = eventlog(["import", "--db", dir.file("db"), "--", file])
+        #expect(result.out == "imported 1 events (seq 1…1)\n")
+    }
+}
+
+@Suite struct ProcessTests {
+    @Test func twoProcessesAppendingEndWithADenseSequence() throws {
+        let dir = TemporaryDirectory()
+        let db = dir.file("shared.lmdb")
+        for name in ["a", "b"] {
+            try counterEvents(key: name, count: 2_000).write(toFile: dir.file("\(name).jsonl"), atomically: true, encoding: .utf8)
+        }
+        let processes = try ["a", "b"].map { name in
+            let process = try spawnEventlog(["import", dir.file("\(name).jsonl"), "--batch", "7", "--db", db])
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            return process
+        }
+        for process in processes { process.waitUntilExit() }
+        #expect(processes.map(\.terminationStatus) == [0, 0])
+        let verify = try runEventlog(["verify", "--json", "--db", db])
+        #expect(verify.out == "{\"events\":4000,\"keyframes\":15,\"ok\":true,\"problem\":null}\n")
+        let state = try StateValue(json: try runEventlog(["snapshot", "--json", "--db", db]).out)
+        #expect(state == ["a": 1999, "b": 1999])
+    }
+
+    @Test func theExecutableReportsErrorsOnStderrWithExitCodes() throws {
+        let dir = TemporaryDirectory()
+        let missing = try runEventlog(["log", "--db", dir.file("none")])
+        #expect(missing.code == 3)
+        #expect(missing.out.isEmpty)
+        #expect(missing.err.hasPrefix("Error: cannot open"))
+        let usage = try runEventlog(["nope"])
+        #expect(usage.code == 2)
+    }
+}

@@ -1,0 +1,96 @@
+import EventLog
+import Foundation
+@testable import EventLogCLI
+
+/// A fresh directory removed when the value dies.
+final class TemporaryDirectory {
+    let path: String
+
+    init(_ name: String = #function) {
+        let safe = name.filter { $0.isLetter || $0.isNumber }
+        path = NSTemporaryDirectory() + "eventlog-cli-tests-\(safe)-\(UUID().uuidString)"
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// What one command printed and returned.
+struct Outcome {
+    var code: Int32
+    var out: String
+    var err: String
+}
+
+/// Runs `eventlog` in-process with captured streams.
+func eventlog(_ arguments: [String], stdin: String = "", environment: [String: String] = [:]) -> Outcome {
+    let out = Captured()
+    let err = Captured()
+    let console = Console(stdout: out.append, stderr: err.append, stdin: { Data(stdin.utf8) })
+    let code = EventLogCLI.run(arguments, environment: environment, console: console)
+    return Outcome(code: code, out: out.text, err: err.text)
+}
+
+final class Captured: @unchecked Sendable {
+    private let lock = NSLock()
+    private var parts: [String] = []
+    func append(_ text: String) { lock.withLock { parts.append(text) } }
+    var text: String { lock.withLock { parts.joined() } }
+}
+
+/// The built `eventlog` executable, next to the test bundle.
+func builtExecutable() -> URL {
+    let candidates = [
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent(".build/debug"),
+    ]
+    for directory in candidates {
+        let url = directory.appendingPathComponent("eventlog")
+        if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+    }
+    fatalError("the eventlog executable is not built; run `swift build` first")
+}
+
+/// Runs the built executable as a child process, reading both pipes before waiting.
+func spawnEventlog(_ arguments: [String], environment: [String: String] = [:]) throws -> Process {
+    let process = Process()
+    process.executableURL = builtExecutable()
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    return process
+}
+
+func runEventlog(_ arguments: [String], environment: [String: String] = [:]) throws -> Outcome {
+    let process = try spawnEventlog(arguments, environment: environment)
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    // Read both pipes before waiting: a child that fills a pipe would otherwise never exit.
+    let group = DispatchGroup()
+    let errData = LockedData()
+    DispatchQueue.global().async(group: group) { errData.set(err.fileHandleForReading.readDataToEndOfFile()) }
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    group.wait()
+    process.waitUntilExit()
+    return Outcome(code: process.terminationStatus, out: String(decoding: outData, as: UTF8.self), err: String(decoding: errData.get(), as: UTF8.self))
+}
+
+final class LockedData: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+    func set(_ value: Data) { lock.withLock { data = value } }
+    func get() -> Data { lock.withLock { data } }
+}
+
+/// JSON lines for `count` events that count `key` up from `start`.
+func counterEvents(key: String, count: Int, start: Int = 0) -> String {
+    (start..<start + count).map { i in
+        let old = i == 0 ? "" : #","old":\#(i - 1)"#
+        return #"{"stream":"test","type":"tick","origin":"test","writes":[{"path":"\#(key)"\#(old),"new":\#(i)}]}"#
+    }.joined(separator: "\n") + "\n"
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the C libraries and tools the package needs on Debian, when they are missing:
+# liblmdb-dev (storage), lmdb-utils (mdb_stat, used by a test), libsqlite3-dev (benchmark peer).
+set -euo pipefail
+needed=()
+for package in liblmdb-dev lmdb-utils libsqlite3-dev pkg-config; do
+  dpkg -s "$package" >/dev/null 2>&1 || needed+=("$package")
+done
+if [ ${#needed[@]} -gt 0 ]; then
+  echo "installing ${needed[*]}" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${needed[@]}" >/dev/null
+fi
+command -v swift >/dev/null 2>&1 || export PATH="/opt/swift/usr/bin:$PATH"
+command -v swift >/dev/null 2>&1 || { echo "error: swift is not on PATH (expected /opt/swift/usr/bin)" >&2; exit 1; }
