@@ -16,11 +16,17 @@ let package = Package(
         ),
         // The log, its records, state values, snapshots and verification.
         .target(name: "EventLog", dependencies: ["CLMDB"]),
+        // Plans, steps and the one apply step shared by taps, URLs, tests and capture scripts.
+        .target(name: "Effects", dependencies: ["EventLog"]),
+        // The botmessages demo app: its effects, properties, sample data and URL routes.
+        .target(name: "DemoMessenger", dependencies: ["Effects"]),
         // The `eventlog` commands: a pure parser and a runner, testable in-process.
-        .target(name: "EventLogCLI", dependencies: ["EventLog"]),
+        .target(name: "EventLogCLI", dependencies: ["EventLog", "Effects", "DemoMessenger"]),
         .executableTarget(name: "eventlog", dependencies: ["EventLogCLI"]),
 
         .testTarget(name: "EventLogTests", dependencies: ["EventLog", "CLMDB"]),
+        .testTarget(name: "EffectsTests", dependencies: ["Effects", "EventLog"]),
+        .testTarget(name: "DemoMessengerTests", dependencies: ["DemoMessenger", "Effects", "EventLog"]),
         .testTarget(name: "EventLogCLITests", dependencies: ["EventLogCLI", "EventLog"]),
     ]
 )

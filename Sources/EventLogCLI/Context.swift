@@ -21,9 +21,10 @@ struct Context: Sendable {
 
     /// Opens the event log; read-only unless `writable`, in which case it is created when
     /// missing. Failures become exit code 3 with a one-line reason.
-    func openStore(writable: Bool = false) throws(CLIError) -> EventStore {
+    func openStore(writable: Bool = false, clock: Clock = .system) throws(CLIError) -> EventStore {
         var options = EventStore.Options()
         options.readOnly = !writable
+        options.clock = clock
         do {
             return try EventStore(path: databasePath, options: options)
         } catch let error as EventStoreError {

@@ -29,8 +29,31 @@ enum Render {
             + "  " + shortTime(record.time)
             + "  " + event.origin.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)
             + event.outcome.name.padding(toLength: 10, withPad: " ", startingAt: 0)
-            + "\(event.stream)/\(event.type)"
+            + "\(event.stream)/\(stepName(event))"
             + (detail.isEmpty ? "" : "  " + detail)
+    }
+
+    /// One step of a plan's trace: `     14  1  scrollToAvatarRow(aria-7)  applied    messenger.avatarScrollTarget: null → "aria-7"`.
+    static func traceLine(_ record: EventRecord) -> String {
+        let event = record.event
+        let seq = String(record.seq)
+        let detail: String
+        switch event.outcome {
+        case .applied: detail = event.writes.map(write).joined(separator: "; ")
+        case .skipped(let reason): detail = reason
+        case .cancelled: detail = "superseded by a newer plan"
+        }
+        return String(repeating: " ", count: max(0, 7 - seq.count)) + seq
+            + "  " + String(event.cause?.step ?? 0).padding(toLength: 3, withPad: " ", startingAt: 0)
+            + stepName(event).padding(toLength: 36, withPad: " ", startingAt: 0)
+            + " " + event.outcome.name.padding(toLength: 10, withPad: " ", startingAt: 0)
+            + detail
+    }
+
+    /// `expandAvatar(aria-7)`: the event type and its payload's values.
+    static func stepName(_ event: Event) -> String {
+        guard case .object(let arguments) = event.payload, !arguments.isEmpty, event.type != "planStarted" else { return event.type }
+        return event.type + "(" + arguments.values.map { $0.stringValue ?? $0.json() }.joined(separator: ", ") + ")"
     }
 
     /// RFC 3339 to the millisecond.

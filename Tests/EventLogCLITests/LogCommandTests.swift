@@ -126,7 +126,7 @@ import Testing
         (["log", "--from"], "Error: --from needs a value (N)\nUsage: eventlog log [--from N] [--to N] [--db PATH] [--json]\n"),
         (["show"], "Error: missing N\nUsage: eventlog show N [--db PATH] [--json]\n"),
         (["show", "1", "2"], "Error: unexpected argument '2'\nUsage: eventlog show N [--db PATH] [--json]\n"),
-        (["show", "-3"], "Error: N must be a sequence number (0 or more), not \"-3\"\nUsage: eventlog show N [--db PATH] [--json]\n"),
+        (["show", "-3"], "Error: N must be a whole number (0 or more), not \"-3\"\nUsage: eventlog show N [--db PATH] [--json]\n"),
         (["verify", "--json=yes"], "Error: --json takes no value\nUsage: eventlog verify [--db PATH] [--json]\n"),
         (["import", "-", "--batch", "0"], "Error: --batch must be a positive whole number, not \"0\"\nUsage: eventlog import FILE [--batch N] [--db PATH] [--json]\n"),
     ])

@@ -12,7 +12,7 @@ import Testing
             let store = try EventStore(path: dir.path, options: .testing())
             #expect(try store.lastSeq() == 0)
             #expect(try store.firstSeq() == nil)
-            #expect(try store.append(events[0]) == 1)
+            #expect(try store.append(events[0]).seq == 1)
             #expect(try store.append(contentsOf: events[1...]) == 2...100)
         }
         let reopened = try EventStore(path: dir.path, options: .testing())

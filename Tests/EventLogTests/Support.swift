@@ -39,19 +39,6 @@ extension EventStore.Options {
     }
 }
 
-/// A deterministic generator so that random tests can be replayed from their seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Random events whose write sets are consistent with the state they start from: counters
 /// incremented, keys added and removed, lists replaced.
 struct RandomSession {

@@ -35,7 +35,8 @@ public final class EventStore: @unchecked Sendable {
     let events: Database
     let keyframes: Database
     private let meta: Database
-    private let clock: Clock
+    /// Where event times come from.
+    public let clock: Clock
 
     /// The newest state this process knows of, and the seq it follows. Guarded by `lock`,
     /// which also serialises this process's writers.
@@ -95,9 +96,9 @@ public final class EventStore: @unchecked Sendable {
 
     // MARK: Appending
 
-    /// Appends one event and returns its sequence number.
+    /// Appends one event and returns it as stored.
     @discardableResult
-    public func append(_ event: Event) throws -> UInt64 {
+    public func append(_ event: Event) throws -> EventRecord {
         try transact { try $0.append(event) }
     }
 
@@ -134,8 +135,6 @@ public final class EventStore: @unchecked Sendable {
         tip = newTip
         return result
     }
-
-    func now() -> Timestamp { clock.now() }
 
     // MARK: Reading
 
@@ -272,9 +271,9 @@ public struct AppendBatch: ~Copyable {
     }
 
     /// Appends `event` after checking that every write's old value matches the state, and
-    /// returns its sequence number. `time` defaults to the store's clock.
+    /// returns it as stored. `time` defaults to the store's clock.
     @discardableResult
-    public mutating func append(_ event: Event, time: Timestamp? = nil) throws -> UInt64 {
+    public mutating func append(_ event: Event, time: Timestamp? = nil) throws -> EventRecord {
         for write in event.writes {
             let actual = state[write.path]
             guard actual == write.old else {
@@ -284,7 +283,8 @@ public struct AppendBatch: ~Copyable {
         }
         let seq = lastSeq + 1
         let txn = Transaction(handle: transaction)
-        RecordCodec.encode(event, seq: seq, time: time ?? store.now(), into: &writer)
+        let time = time ?? store.clock.now()
+        let checksum = RecordCodec.encode(event, seq: seq, time: time, into: &writer)
         try RecordCodec.withKey(seq) { key in
             try writer.bytes.withUnsafeBytes { try txn.put(store.events, key: key, value: $0, append: true) }
         }
@@ -295,6 +295,6 @@ public struct AppendBatch: ~Copyable {
             }
         }
         lastSeq = seq
-        return seq
+        return EventRecord(seq: seq, time: time, event: event, checksum: checksum)
     }
 }

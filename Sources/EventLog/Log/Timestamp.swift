@@ -1,3 +1,4 @@
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -117,4 +118,36 @@ public struct Clock: Sendable {
 
     /// The system's wall clock.
     public static let system = Clock(now: Timestamp.now)
+}
+
+/// A clock that moves only when told (and, optionally, by a fixed step at every reading):
+/// deterministic time for tests and simulated sessions.
+public final class ManualClock: @unchecked Sendable {
+    private var current: Timestamp
+    private let step: Int64
+    private let lock = NSLock()
+
+    /// Starts at `start`; every reading moves it on by `stepMicroseconds` afterwards.
+    public init(start: Timestamp, stepMicroseconds: Int64 = 0) {
+        current = start
+        step = stepMicroseconds
+    }
+
+    /// Moves the clock forward.
+    public func advance(microseconds: Int64) {
+        lock.withLock { current.microsecondsSince1970 += microseconds }
+    }
+
+    /// The current time, without moving the clock.
+    public var now: Timestamp { lock.withLock { current } }
+
+    /// This clock as the `Clock` a store or engine reads.
+    public var clock: Clock {
+        Clock { [self] in
+            lock.withLock {
+                defer { current.microsecondsSince1970 += step }
+                return current
+            }
+        }
+    }
 }

@@ -72,7 +72,7 @@ struct ParsedArguments: Sendable {
     func flag(_ name: String) -> Bool { flags.contains(name) }
     func value(_ name: String) -> String? { values[name] }
 
-    /// The option's value as a sequence number, or `nil` when the option was not given.
+    /// The option's value as a whole number (a seq, a seed), or `nil` when the option was not given.
     func seq(_ name: String) throws(CLIError) -> UInt64? {
         try values[name].map { (text) throws(CLIError) in try Self.seq(text, what: "--\(name)") }
     }
@@ -84,7 +84,7 @@ struct ParsedArguments: Sendable {
     }
 
     static func seq(_ text: String, what: String) throws(CLIError) -> UInt64 {
-        guard let value = UInt64(text) else { throw CLIError.usage("\(what) must be a sequence number (0 or more), not \"\(text)\"") }
+        guard let value = UInt64(text) else { throw CLIError.usage("\(what) must be a whole number (0 or more), not \"\(text)\"") }
         return value
     }
 

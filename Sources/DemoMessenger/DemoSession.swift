@@ -1,0 +1,97 @@
+import Effects
+import EventLog
+
+/// A realistic, reproducible session of the demo app: a person tapping around, deep links,
+/// a test and a capture script, all through the same engine. The same seed always records
+/// the same events (times come from the manual clock the caller hands in).
+///
+/// It exercises every outcome: guards skipping unknown ids, no-op clears, scrolls that wait
+/// for their list and are released by a swipe back, interrupted by a newer plan, or time out.
+public struct DemoSession: Sendable {
+    public var plans: Int
+    public var seed: UInt64
+
+    public init(plans: Int = 80, seed: UInt64 = 1) {
+        self.plans = plans
+        self.seed = seed
+    }
+
+    /// Counts of what was recorded.
+    public struct Summary: Sendable, Hashable {
+        public var plans = 0
+        public var events = 0
+        public var applied = 0
+        public var skipped = 0
+        public var cancelled = 0
+        public var firstSeq: UInt64 = 0
+        public var lastSeq: UInt64 = 0
+    }
+
+    /// Records the session into `engine`, moving `clock` between actions as a person would.
+    public func record(into engine: EffectEngine<MessengerModel>, clock: ManualClock) throws -> Summary {
+        var rng = SplitMix64(seed: seed)
+        var summary = Summary()
+        var waits = 0
+        summary.firstSeq = try engine.store.lastSeq() + 1
+        func count(_ records: [EventRecord]) {
+            for record in records {
+                summary.events += 1
+                switch record.event.outcome {
+                case .applied: summary.applied += 1
+                case .skipped: summary.skipped += 1
+                case .cancelled: summary.cancelled += 1
+                }
+            }
+        }
+        for index in 0..<plans {
+            clock.advance(microseconds: Int64.random(in: 400_000...3_000_000, using: &rng))
+            // Every tenth plan is a UI test re-running the avatar deep link.
+            let (url, origin) = index % 10 == 9
+                ? (MessengerRouter.url(for: .avatar(SampleData.bots[index / 10 % SampleData.bots.count].avatar, expanded: true)), Origin.test)
+                : nextAction(&rng)
+            let run = try engine.run(try MessengerRouter.plan(for: url), origin: origin)
+            summary.plans += 1
+            count(run.records)
+            guard case .waiting = run.status else { continue }
+            // A scroll is waiting for its list: in turn, the person swipes back, waits it
+            // out, or (by doing nothing here) lets the next plan interrupt it.
+            waits += 1
+            switch waits % 3 {
+            case 0:
+                clock.advance(microseconds: 300_000)
+                count(try engine.apply(.pop, origin: .system))
+            case 1:
+                clock.advance(microseconds: engine.model.scrollWaitBound)
+                count(try engine.resume()?.records ?? [])
+            default:
+                break
+            }
+        }
+        summary.lastSeq = try engine.store.lastSeq()
+        return summary
+    }
+
+    private func nextAction(_ rng: inout SplitMix64) -> (String, Origin) {
+        func pick<T>(_ items: [T]) -> T { items.randomElement(using: &rng)! }
+        let conversation = pick(SampleData.conversations.map(\.id))
+        let avatar = Int.random(in: 0..<6, using: &rng) == 0 ? "zed-9" : pick(SampleData.bots.map(\.avatar))
+        let attachment = pick(Array(SampleData.attachmentConversation.keys).sorted())
+        let route: MessengerRoute
+        var origin = Origin.tap
+        switch Int.random(in: 0..<100, using: &rng) {
+        case 0..<22: route = .conversation(conversation)
+        case 22..<30: route = .conversationSearch(conversation, query: pick(["invoice", "failed", "pasta", "tomorrow", "ok"])); origin = .url
+        case 30..<40: route = .avatar(avatar, expanded: true); origin = pick([.url, .tap])
+        case 40..<52: route = .bots(filter: Int.random(in: 0..<5, using: &rng) == 0 ? "archived" : pick(SampleData.botFilters))
+        case 52..<60: route = .attachment(attachment, expanded: true)
+        case 60..<64: route = .conversationAttachment(SampleData.attachmentConversation[attachment]!, attachment: attachment); origin = .capture
+        case 64..<70: route = .attachment(attachment, expanded: false)
+        case 70..<77: route = .home
+        case 77..<82: route = .back
+        case 82..<86: route = .settings
+        case 86..<94: route = .revealAvatar(avatar)
+        default: route = .avatar(avatar, expanded: false); origin = .url
+        }
+        return (MessengerRouter.url(for: route), origin)
+    }
+}

@@ -1,0 +1,122 @@
+import EventLog
+
+/// A capture session: URLs fired at the app, waits, system steps, and markers where the
+/// state is worth capturing. One instruction per line; `#` starts a comment:
+///
+///     open botmessages://avatar/aria-7/expanded
+///     wait 250ms
+///     swipe-back
+///     capture avatar-expanded messenger
+///
+/// `open URL` runs the URL's plan with origin `capture`; `wait D` lets D pass (`ms` or `s`)
+/// and re-checks a waiting plan; `swipe-back` is the system popping one screen;
+/// `capture NAME [PATH]` records the state (or the value at PATH) after the newest event.
+public struct CaptureScript: Sendable, Hashable {
+    public enum Instruction: Sendable, Hashable {
+        case open(String)
+        case wait(microseconds: Int64)
+        case swipeBack
+        case capture(name: String, path: StatePath?)
+    }
+
+    /// An instruction and the line it stands on.
+    public struct Line: Sendable, Hashable {
+        public var number: Int
+        public var instruction: Instruction
+    }
+
+    public private(set) var lines: [Line] = []
+
+    /// Parses a script; throws with the line number of the first bad line. Parsing checks
+    /// the shape only: URLs are routed when they run.
+    public init(parsing text: String) throws(CaptureScriptError) {
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let number = index + 1
+            let content = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
+            let words = content.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).map(String.init)
+            guard let keyword = words.first else { continue }
+            func fail(_ reason: String) -> CaptureScriptError { CaptureScriptError(line: number, reason: reason) }
+            let instruction: Instruction
+            switch keyword {
+            case "open":
+                guard words.count == 2 else { throw fail("'open' takes one URL") }
+                instruction = .open(words[1])
+            case "wait":
+                guard words.count == 2, let duration = Self.microseconds(words[1]) else {
+                    throw fail("'wait' takes one duration such as 250ms or 1.5s")
+                }
+                instruction = .wait(microseconds: duration)
+            case "swipe-back":
+                guard words.count == 1 else { throw fail("'swipe-back' takes nothing") }
+                instruction = .swipeBack
+            case "capture":
+                guard words.count == 2 || words.count == 3 else { throw fail("'capture' takes a name and an optional path") }
+                var path: StatePath?
+                if words.count == 3 {
+                    do { path = try StatePath(parsing: words[2]) } catch { throw fail("path \(words[2]): \(error)") }
+                }
+                instruction = .capture(name: words[1], path: path)
+            default:
+                throw fail("unknown instruction '\(keyword)' (expected open, wait, swipe-back or capture)")
+            }
+            lines.append(Line(number: number, instruction: instruction))
+        }
+    }
+
+    static func microseconds(_ text: String) -> Int64? {
+        let (number, scale): (Substring, Double) =
+            text.hasSuffix("ms") ? (text.dropLast(2), 1_000) : text.hasSuffix("s") ? (text.dropLast(), 1_000_000) : ("", 0)
+        guard let value = Double(number), value >= 0, value * scale <= 3_600_000_000 else { return nil } // at most an hour
+        return Int64(value * scale)
+    }
+}
+
+/// A script line that could not be parsed.
+public struct CaptureScriptError: Error, Hashable, CustomStringConvertible {
+    public let line: Int
+    public let reason: String
+    public var description: String { "line \(line): \(reason)" }
+}
+
+/// What a capture marker recorded.
+public struct Capture: Sendable, Hashable {
+    public var name: String
+    /// The seq of the newest event when the capture was taken.
+    public var seq: UInt64
+    public var value: StateValue
+}
+
+extension EffectEngine {
+    /// Runs a capture script: every URL through the same `run` as taps and links, with origin
+    /// `capture`. `plan` routes a URL; `sleep` lets time pass (the real clock in the CLI, a
+    /// manual clock in tests). Stops at the first URL that does not route.
+    public func runCapture(_ script: CaptureScript, plan: (String) throws -> Plan<Model.Effect>,
+                           sleep: (Int64) -> Void) throws -> [Capture] {
+        var captures: [Capture] = []
+        for line in script.lines {
+            switch line.instruction {
+            case .open(let url):
+                let planned: Plan<Model.Effect>
+                do { planned = try plan(url) } catch { throw CaptureScriptError(line: line.number, reason: "\(error)") }
+                try run(planned, origin: .capture)
+            case .wait(let microseconds):
+                sleep(microseconds)
+                try resume()
+            case .swipeBack:
+                try apply(.pop, origin: .system)
+            case .capture(let name, let path):
+                let seq = try store.lastSeq()
+                let state = try store.snapshot(after: seq)
+                let value: StateValue
+                if let path {
+                    guard let found = state[path] else { throw CaptureScriptError(line: line.number, reason: "nothing at \(path)") }
+                    value = found
+                } else {
+                    value = state
+                }
+                captures.append(Capture(name: name, seq: seq, value: value))
+            }
+        }
+        return captures
+    }
+}

@@ -1,0 +1,68 @@
+import EventLog
+
+/// A named state change from an app's closed set. Its name and arguments are what the log
+/// records as the event's type and payload.
+public protocol NamedEffect: Sendable, Hashable {
+    /// The effect's name, such as `expandAvatar`.
+    var name: String { get }
+    /// The effect's arguments as a value, such as `{"id": "aria-7"}`; `.null` when none.
+    var arguments: StateValue { get }
+}
+
+/// One step of a plan: a structural navigation step, or one of the app's effects.
+public enum Step<Effect: NamedEffect>: Sendable, Hashable, CustomStringConvertible {
+    /// Pushes a screen onto the navigation stack.
+    case push(String)
+    /// Pops the top screen.
+    case pop
+    /// Pops every screen.
+    case popToRoot
+    /// Presents a sheet over the stack.
+    case present(String)
+    /// Dismisses the sheet.
+    case dismissSheet
+    /// Runs one of the app's effects.
+    case effect(Effect)
+
+    public var name: String {
+        switch self {
+        case .push: "push"
+        case .pop: "pop"
+        case .popToRoot: "popToRoot"
+        case .present: "present"
+        case .dismissSheet: "dismissSheet"
+        case .effect(let effect): effect.name
+        }
+    }
+
+    public var arguments: StateValue {
+        switch self {
+        case .push(let screen): ["screen": .string(screen)]
+        case .present(let sheet): ["sheet": .string(sheet)]
+        case .pop, .popToRoot, .dismissSheet: .null
+        case .effect(let effect): effect.arguments
+        }
+    }
+
+    /// `expandAvatar(aria-7)`, `popToRoot`: the name and the argument values.
+    public var description: String {
+        guard case .object(let object) = arguments, !object.isEmpty else { return name }
+        let values = object.values.map { $0.stringValue ?? $0.json() }
+        return "\(name)(\(values.joined(separator: ", ")))"
+    }
+
+    var isNavigation: Bool {
+        if case .effect = self { false } else { true }
+    }
+}
+
+/// An ordered list of steps, and the text (a URL, a command) it came from.
+public struct Plan<Effect: NamedEffect>: Sendable, Hashable {
+    public var source: String
+    public var steps: [Step<Effect>]
+
+    public init(source: String, steps: [Step<Effect>]) {
+        self.source = source
+        self.steps = steps
+    }
+}
