@@ -31,6 +31,25 @@ public enum MessengerEffect: NamedEffect {
         }
     }
 
+    public init?(name: String, arguments: StateValue) {
+        let text = arguments["text"]?.stringValue
+        let id = arguments["id"]?.stringValue
+        let filter = arguments["filter"]?.stringValue
+        switch name {
+        case "setInThreadSearch": guard let text else { return nil }; self = .setInThreadSearch(text)
+        case "clearInThreadSearch": self = .clearInThreadSearch
+        case "clearListFilter": self = .clearListFilter
+        case "scrollToAvatarRow": guard let id else { return nil }; self = .scrollToAvatarRow(id)
+        case "scrollToConversationRow": guard let id else { return nil }; self = .scrollToConversationRow(id)
+        case "expandAvatar": guard let id else { return nil }; self = .expandAvatar(id)
+        case "collapseAvatar": self = .collapseAvatar
+        case "expandAttachment": guard let id else { return nil }; self = .expandAttachment(id)
+        case "dismissAttachmentExpansion": self = .dismissAttachmentExpansion
+        case "selectBotTab": guard let filter else { return nil }; self = .selectBotTab(filter: filter)
+        default: return nil
+        }
+    }
+
     public var arguments: StateValue {
         switch self {
         case .setInThreadSearch(let text): ["text": .string(text)]

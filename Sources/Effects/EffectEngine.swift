@@ -173,41 +173,17 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
             Event(stream: stream(of: step), type: step.name, origin: origin, cause: cause,
                   outcome: outcome, payload: step.arguments, writes: writes)
         }
-        switch resolve(step, in: state) {
+        switch model.evaluate(step, in: state) {
         case .skip(let reason):
             return (event(.skipped(reason: reason)), nil, nil)
-        case .assign(let assignments, let wait):
-            if let wait, !wait.isSatisfied(state) {
-                let now = store.clock.now()
-                let deadline = deadline ?? Timestamp(microsecondsSince1970: now.microsecondsSince1970 + wait.boundMicroseconds)
-                guard now >= deadline else { return (nil, wait.description, deadline) }
-                let seconds = Double(wait.boundMicroseconds) / 1_000_000
-                return (event(.skipped(reason: "timed out after \(seconds) s waiting until \(wait.description)")), nil, nil)
-            }
-            var scratch = state
-            var writes: [Write] = []
-            for assignment in assignments {
-                let old = scratch[assignment.path]
-                guard old != assignment.value else { continue }
-                writes.append(Write(assignment.path, old: old, new: assignment.value))
-                try? scratch.set(assignment.value, at: assignment.path)
-            }
-            guard writes.isEmpty else { return (event(.applied, writes), nil, nil) }
-            let unchanged = assignments.map { "\($0.path) is already \($0.value?.json() ?? "absent")" }
-            return (event(.skipped(reason: "no-op: " + unchanged.joined(separator: ", "))), nil, nil)
-        }
-    }
-
-    private func resolve(_ step: Step<Model.Effect>, in state: StateValue) -> Resolution {
-        if step.isNavigation, let reason = model.guardNavigation(step, in: state) { return .skip(reason) }
-        let path = state["navigation.path"]?.arrayValue ?? []
-        switch step {
-        case .push(let screen): return .assign([Assignment("navigation.path", .array(path + [.string(screen)]))])
-        case .pop: return .assign([Assignment("navigation.path", .array(Array(path.dropLast())))])
-        case .popToRoot: return .assign([Assignment("navigation.path", [])])
-        case .present(let sheet): return .assign([Assignment("navigation.sheet", .string(sheet))])
-        case .dismissSheet: return .assign([Assignment("navigation.sheet", .null)])
-        case .effect(let effect): return model.resolve(effect, in: state)
+        case .writes(let writes):
+            return (event(.applied, writes), nil, nil)
+        case .wait(let wait):
+            let now = store.clock.now()
+            let deadline = deadline ?? Timestamp(microsecondsSince1970: now.microsecondsSince1970 + wait.boundMicroseconds)
+            guard now >= deadline else { return (nil, wait.description, deadline) }
+            let seconds = Double(wait.boundMicroseconds) / 1_000_000
+            return (event(.skipped(reason: "timed out after \(seconds) s waiting until \(wait.description)")), nil, nil)
         }
     }
 

@@ -7,6 +7,10 @@ public protocol NamedEffect: Sendable, Hashable {
     var name: String { get }
     /// The effect's arguments as a value, such as `{"id": "aria-7"}`; `.null` when none.
     var arguments: StateValue { get }
+
+    /// The effect a recorded event names, or `nil` when it names none of the app's effects.
+    /// `Self(name: e.name, arguments: e.arguments) == e` for every effect.
+    init?(name: String, arguments: StateValue)
 }
 
 /// One step of a plan: a structural navigation step, or one of the app's effects.
@@ -49,6 +53,24 @@ public enum Step<Effect: NamedEffect>: Sendable, Hashable, CustomStringConvertib
         guard case .object(let object) = arguments, !object.isEmpty else { return name }
         let values = object.values.map { $0.stringValue ?? $0.json() }
         return "\(name)(\(values.joined(separator: ", ")))"
+    }
+
+    /// The step a recorded event ran, read back from its type and payload.
+    public init?(name: String, arguments: StateValue) {
+        switch name {
+        case "push":
+            guard let screen = arguments["screen"]?.stringValue else { return nil }
+            self = .push(screen)
+        case "present":
+            guard let sheet = arguments["sheet"]?.stringValue else { return nil }
+            self = .present(sheet)
+        case "pop": self = .pop
+        case "popToRoot": self = .popToRoot
+        case "dismissSheet": self = .dismissSheet
+        default:
+            guard let effect = Effect(name: name, arguments: arguments) else { return nil }
+            self = .effect(effect)
+        }
     }
 
     var isNavigation: Bool {

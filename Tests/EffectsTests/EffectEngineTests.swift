@@ -25,6 +25,16 @@ struct TestModel: EffectModel {
             case .clearLabel: .null
             }
         }
+
+        init?(name: String, arguments: StateValue) {
+            let value = arguments["value"]?.stringValue
+            switch (name, value) {
+            case ("setLabel", let value?): self = .setLabel(value)
+            case ("clearLabel", _): self = .clearLabel
+            case ("scroll", let value?): self = .scroll(value)
+            default: return nil
+            }
+        }
     }
 
     var stream: String { "app" }

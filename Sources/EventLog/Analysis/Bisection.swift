@@ -1,0 +1,124 @@
+/// What a probe says of the state after one event.
+public enum Verdict: Sendable, Hashable {
+    case good
+    case bad
+    /// The probe cannot tell (`git bisect run`'s exit code 125).
+    case skip
+}
+
+/// The answer of a bisection.
+public struct BisectResult: Sendable, Hashable {
+    /// The first bad seq; `nil` when every probed event was good or skips hid the answer.
+    public var firstBad: UInt64?
+    /// When skipped events hid the answer: the seqs the first bad event may be, in order.
+    public var candidates: [UInt64] = []
+    /// How many events were probed.
+    public var probes: Int
+
+    public init(firstBad: UInt64?, candidates: [UInt64] = [], probes: Int) {
+        self.firstBad = firstBad
+        self.candidates = candidates
+        self.probes = probes
+    }
+}
+
+/// Finding the first bad event of a range.
+public enum Bisection {
+    /// Binary search for the first bad seq in `range`, assuming that once bad, the state stays
+    /// bad. Probes about log2(range) events: first the last one (if it is good, nothing in
+    /// the range is bad), then halves. A skipped event is replaced by the nearest untested one;
+    /// if only skipped events are left between the last good and the first bad one, the answer
+    /// is the list of candidates.
+    public static func search(_ range: ClosedRange<UInt64>, probe: (UInt64) throws -> Verdict) rethrows -> BisectResult {
+        var probes = 0
+        var skipped: Set<UInt64> = []
+        func test(_ seq: UInt64) throws -> Verdict {
+            probes += 1
+            let verdict = try probe(seq)
+            if verdict == .skip { skipped.insert(seq) }
+            return verdict
+        }
+        // A bad upper bound: the last event, or the nearest below it that is not skipped.
+        var bad = range.upperBound
+        while true {
+            switch try test(bad) {
+            case .bad: break
+            case .good: return BisectResult(firstBad: nil, probes: probes)
+            case .skip:
+                guard bad > range.lowerBound else { return BisectResult(firstBad: nil, candidates: Array(range), probes: probes) }
+                bad -= 1
+                continue
+            }
+            break
+        }
+        // Invariant: every event at or before `good` is good (the one before the range is
+        // taken as good), `bad` is bad.
+        var good = Int64(range.lowerBound) - 1
+        while true {
+            let low = UInt64(good + 1)
+            if low == bad { return BisectResult(firstBad: bad, probes: probes) }
+            let middle = UInt64((good + Int64(bad)) / 2)
+            guard let next = nearestUntested(to: middle, in: low..<bad, skipped: skipped) else {
+                return BisectResult(firstBad: nil, candidates: Array(low...bad), probes: probes)
+            }
+            switch try test(next) {
+            case .good: good = Int64(next)
+            case .bad: bad = next
+            case .skip: break
+            }
+        }
+    }
+
+    private static func nearestUntested(to middle: UInt64, in range: Range<UInt64>, skipped: Set<UInt64>) -> UInt64? {
+        var distance: UInt64 = 0
+        while distance <= range.upperBound - range.lowerBound {
+            if middle + distance < range.upperBound, !skipped.contains(middle + distance) { return middle + distance }
+            if distance <= middle, middle - distance >= range.lowerBound, !skipped.contains(middle - distance) { return middle - distance }
+            distance += 1
+        }
+        return nil
+    }
+
+    /// The first bad seq scanning `range` in order; exact whether or not bad stays bad.
+    public static func scan(_ range: ClosedRange<UInt64>, probe: (UInt64) throws -> Verdict) rethrows -> BisectResult {
+        var probes = 0
+        for seq in range {
+            probes += 1
+            if try probe(seq) == .bad { return BisectResult(firstBad: seq, probes: probes) }
+        }
+        return BisectResult(firstBad: nil, probes: probes)
+    }
+}
+
+extension EventStore {
+    /// Calls `body` with each record from `from` through `to` and the state right after it,
+    /// folding write sets forward from the snapshot before `from` (one snapshot, then one
+    /// write set per event). `body` returns `false` to stop.
+    public func fold(from: UInt64 = 1, to: UInt64 = .max, _ body: (EventRecord, StateValue) throws -> Bool) throws {
+        var state = try snapshot(after: from > 0 ? from - 1 : 0)
+        try forEachRecord(from: max(from, 1), to: to) { record in
+            do throws(StateError) { try state.apply(record.event.writes) } catch { throw EventStoreError.invalidWrite(error) }
+            return try body(record, state)
+        }
+    }
+
+    /// The first event in `from...to` after which `predicate` holds.
+    ///
+    /// By default a binary search over snapshots (each from the nearest keyframe), which
+    /// assumes that once the predicate holds it keeps holding; `linear` scans every event
+    /// instead, folding write sets forward, and finds the exact first one.
+    public func firstEvent(where predicate: Predicate, from: UInt64 = 1, to: UInt64? = nil, linear: Bool = false) throws -> BisectResult {
+        let last = try to ?? lastSeq()
+        guard from <= last else { return BisectResult(firstBad: nil, probes: 0) }
+        if linear {
+            var result = BisectResult(firstBad: nil, probes: 0)
+            try fold(from: from, to: last) { record, state in
+                result.probes += 1
+                if predicate.evaluate(state) { result.firstBad = record.seq }
+                return result.firstBad == nil
+            }
+            return result
+        }
+        return try Bisection.search(from...last) { seq in predicate.evaluate(try snapshot(after: seq)) ? .bad : .good }
+    }
+}

@@ -1,0 +1,114 @@
+/// Today's code for the events of a log: what each event writes when it is applied now.
+public protocol Projection {
+    /// What `record` does to `state` (the state right before it) under today's code, or `nil`
+    /// when today's code does not recompute it: an input such as a plan start or an initial
+    /// state, whose recorded writes are replayed as they are.
+    func recompute(_ record: EventRecord, in state: StateValue) -> Recomputed?
+}
+
+/// An event's outcome and writes as today's code computes them.
+public struct Recomputed: Sendable, Hashable {
+    public var outcome: Outcome
+    public var writes: [Write]
+
+    public init(outcome: Outcome, writes: [Write]) {
+        self.outcome = outcome
+        self.writes = writes
+    }
+
+    /// Whether this agrees with what was recorded: the same kind of outcome and the same
+    /// writes. Skip reasons are for people and may be worded differently.
+    public func agrees(with event: Event) -> Bool {
+        outcome.name == event.outcome.name && writes == event.writes
+    }
+}
+
+/// The first event where today's code and the recording disagree.
+public struct Divergence: Sendable, Hashable {
+    public var record: EventRecord
+    /// What today's code does instead.
+    public var actual: Recomputed
+    /// The recorded state after the event, against today's: `old` recorded, `new` today's.
+    public var diff: [Write]
+
+    public var seq: UInt64 { record.seq }
+    /// Recorded writes today's code does not make (or makes with other values).
+    public var missing: [Write] { record.event.writes.filter { !actual.writes.contains($0) } }
+    /// Writes today's code makes that were not recorded.
+    public var unexpected: [Write] { actual.writes.filter { !record.event.writes.contains($0) } }
+}
+
+/// What a replay found.
+public struct ReplayReport: Sendable, Hashable {
+    /// How many events were replayed (up to and including a divergence).
+    public var events: UInt64 = 0
+    /// The state after the last replayed event, under today's code.
+    public var state: StateValue
+    /// The first divergence, when verifying found one.
+    public var divergence: Divergence?
+}
+
+extension EventStore {
+    /// Folds the events from `from` through `to` through today's code (`projection`),
+    /// starting from the recorded state before `from`. With `verify`, every recomputed event
+    /// is compared with the recording and the replay stops at the first disagreement; since
+    /// the states are equal up to there, it is also the first event each judged on its own
+    /// recorded state disagrees. Never touches anything but the log.
+    public func replay(through projection: some Projection, from: UInt64 = 1, to: UInt64 = .max, verify: Bool,
+                       progress: ((UInt64) -> Void)? = nil) throws -> ReplayReport {
+        var report = ReplayReport(state: try snapshot(after: from > 0 ? from - 1 : 0))
+        try forEachRecord(from: max(from, 1), to: to) { record in
+            report.events += 1
+            if record.seq & 0xFFFF == 0 { progress?(record.seq) }
+            let before = report.state
+            let recomputed = projection.recompute(record, in: before)
+            let writes = recomputed?.writes ?? record.event.writes
+            do throws(StateError) { try report.state.apply(writes) } catch { throw EventStoreError.invalidWrite(error) }
+            guard verify, let recomputed, !recomputed.agrees(with: record.event) else { return true }
+            var recorded = before
+            try? recorded.apply(record.event.writes)
+            report.divergence = Divergence(record: record, actual: recomputed, diff: recorded.diff(to: report.state))
+            return false
+        }
+        return report
+    }
+
+    /// The first event after which this log's state and `other`'s differ, comparing events
+    /// `from` through `to`; `nil` when they agree. A log that ends first differs at the
+    /// first event it lacks.
+    public func firstDifference(from other: EventStore, from: UInt64 = 1, to: UInt64 = .max) throws -> (seq: UInt64, diff: [Write])? {
+        let mine = try lastSeq()
+        let theirs = try other.lastSeq()
+        let end = min(to, max(mine, theirs))
+        guard from <= end else { return nil }
+        var a = try snapshot(after: min(from - 1, mine))
+        var b = try other.snapshot(after: min(from - 1, theirs))
+        if a != b { return (from - 1, a.diff(to: b)) }
+        var seq = from
+        var found: (UInt64, [Write])?
+        // Walk both logs in steps of one keyframe interval so that neither read lasts long.
+        while seq <= end, found == nil {
+            let chunkEnd = min(end, seq + keyframeInterval - 1)
+            var writesA: [[Write]] = []
+            var writesB: [[Write]] = []
+            try forEachRecord(from: seq, to: chunkEnd) { writesA.append($0.event.writes); return true }
+            try other.forEachRecord(from: seq, to: chunkEnd) { writesB.append($0.event.writes); return true }
+            for offset in 0...Int(chunkEnd - seq) {
+                let wa = offset < writesA.count ? writesA[offset] : nil
+                let wb = offset < writesB.count ? writesB[offset] : nil
+                if wa == nil || wb == nil {
+                    found = (seq + UInt64(offset), a.diff(to: b))
+                    break
+                }
+                try? a.apply(wa!)
+                try? b.apply(wb!)
+                if wa != wb, a != b {
+                    found = (seq + UInt64(offset), a.diff(to: b))
+                    break
+                }
+            }
+            seq = chunkEnd + 1
+        }
+        return found
+    }
+}

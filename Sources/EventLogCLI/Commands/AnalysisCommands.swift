@@ -1,0 +1,254 @@
+import DemoMessenger
+import Effects
+import EventLog
+import Foundation
+
+/// `replay` and `bisect`: which event first made the state wrong, which property, and why.
+enum AnalysisCommands {
+    static let all: [CommandSpec] = [replay, bisect]
+
+    /// Today's code for the demo app, with the faulty variant when asked.
+    static func projection(_ arguments: ParsedArguments) throws(CLIError) -> EffectProjection<MessengerModel> {
+        EffectProjection(model: MessengerModel(regression: try MessengerCommands.parseRegression(arguments)))
+    }
+
+    static let replay = CommandSpec(
+        name: "replay",
+        summary: "Fold the log through today's code and print the state; --verify stops at the first divergence.",
+        discussion: """
+            Every step of the demo app is recomputed from the state before it; plan starts, cancellations
+            and initial states replay as recorded. With --verify each recomputed step must match the
+            recording (the same kind of outcome and the same writes): the first that does not is printed
+            with the expected and actual writes and the structural diff, and the exit code is 1.
+            """,
+        options: [
+            .init(name: "to", value: "N", help: "Stop after event N (default: the newest)."),
+            .init(name: "verify", value: nil, help: "Compare every recomputed event with the recording."),
+            MessengerCommands.regressionOption,
+        ]
+    ) { arguments, context in
+        let projection = try projection(arguments)
+        let to = try arguments.seq("to") ?? .max
+        let verify = arguments.flag("verify")
+        let store = try context.openStore()
+        let report = try attempt {
+            try store.replay(through: projection, to: to, verify: verify) { context.console.progress("replayed \($0) events") }
+        }
+        context.console.endProgress()
+        if context.json {
+            let divergence: StateValue = report.divergence.map { divergence in
+                [
+                    "actual": .array(divergence.actual.writes.map(\.jsonValue)),
+                    "actualOutcome": .string(divergence.actual.outcome.name),
+                    "diff": .array(divergence.diff.map(\.jsonValue)),
+                    "expected": .array(divergence.record.event.writes.map(\.jsonValue)),
+                    "expectedOutcome": .string(divergence.record.event.outcome.name),
+                    "missing": .array(divergence.missing.map(\.jsonValue)),
+                    "seq": .int(Int64(divergence.seq)),
+                    "type": .string(divergence.record.event.type),
+                ]
+            } ?? .null
+            context.printJSON(["divergence": divergence, "events": .int(Int64(report.events)), "state": report.state])
+        } else if let divergence = report.divergence {
+            context.console.line("divergence at event \(divergence.seq) after \(report.events) replayed events:")
+            context.console.line(describe(divergence.record, previousSeq: nil).joined(separator: "\n"))
+            context.console.line(describe(divergence).joined(separator: "\n"))
+        } else {
+            context.console.line(report.state.json(pretty: true))
+            context.console.line(verify ? "ok: \(report.events) events replayed; today's code agrees with every recorded step"
+                                        : "replayed \(report.events) events through today's code")
+        }
+        return report.divergence == nil ? .ok : .problem
+    }
+
+    static let bisect = CommandSpec(
+        name: "bisect",
+        summary: "Find the first bad event: by a predicate, by replay, against another log, or by a command.",
+        discussion: """
+            Say what "bad" is with exactly one of:
+              --where EXPR     the state after the event satisfies EXPR, e.g.
+                               'messenger.selectedTab == "bots" && messenger.listFilter != "bots"'
+                               (==, !=, <, <=, >, >=, contains, &&, ||, !, parentheses, exists(path),
+                               string, number, true, false and null literals; a missing path is null)
+              --replay         today's code disagrees with the recorded step (see 'replay --verify')
+              --against DB     the state differs from the state after the same event in log DB
+              --run CMD        CMD, run by sh with the state as JSON in the file $EVENTLOG_SNAPSHOT and
+                               the seq in $EVENTLOG_SEQ, exits 1-127 (but 125); 0 is good, 125 skips the
+                               event, anything else aborts, as with 'git bisect run'
+            --where and --run binary-search (once bad, the state is taken to stay bad): about log2(range)
+            probes, each from the nearest keyframe; --linear scans every event for the exact first one.
+            --replay and --against always scan. Exit 0 when a first bad event is found, 1 when every
+            event in range is good.
+            """,
+        options: [
+            .init(name: "where", value: "EXPR", help: "Bad when the state after the event satisfies EXPR."),
+            .init(name: "replay", value: nil, help: "Bad when today's code disagrees with the recording."),
+            .init(name: "against", value: "DB", help: "Bad when the state differs from log DB's after the same event."),
+            .init(name: "run", value: "CMD", help: "Bad when CMD exits 1-127 except 125 (skip); 0 is good."),
+            .init(name: "from", value: "N", help: "The first event to consider (default 1)."),
+            .init(name: "to", value: "N", help: "The last event to consider (default: the newest)."),
+            .init(name: "linear", value: nil, help: "Scan every event instead of binary search (--where, --run)."),
+            MessengerCommands.regressionOption,
+        ]
+    ) { arguments, context in
+        let modes = ["where", "replay", "against", "run"].filter { arguments.value($0) != nil || arguments.flag($0) }
+        guard modes.count == 1 else {
+            throw CLIError.usage(modes.isEmpty ? "say what bad is with --where, --replay, --against or --run"
+                                               : "use only one of " + modes.map { "--\($0)" }.joined(separator: ", "))
+        }
+        let predicate = try arguments.value("where").map { (text) throws(CLIError) in
+            do { return try Predicate(parsing: text) } catch { throw CLIError.badInput("--where \(error)") }
+        }
+        let projection = try projection(arguments)
+        let store = try context.openStore()
+        let last = try attempt { try store.lastSeq() }
+        let from = max(1, try arguments.seq("from") ?? 1)
+        let to = min(last, try arguments.seq("to") ?? last)
+        guard from <= to else { throw CLIError.badInput(last == 0 ? "the log is empty" : "nothing to bisect in \(from)…\(to) (the log holds 1…\(last))") }
+
+        var answer = Answer(result: BisectResult(firstBad: nil, probes: 0))
+        switch modes[0] {
+        case "where":
+            answer.result = try attempt { try store.firstEvent(where: predicate!, from: from, to: to, linear: arguments.flag("linear")) }
+        case "replay":
+            let report = try attempt { try store.replay(through: projection, from: from, to: to, verify: true) }
+            answer.result = BisectResult(firstBad: report.divergence?.seq, probes: Int(report.events))
+            answer.divergence = report.divergence
+        case "against":
+            let path = arguments.value("against")!
+            var options = EventStore.Options()
+            options.readOnly = true
+            let other: EventStore
+            do { other = try EventStore(path: path, options: options) } catch { throw CLIError.unavailable("cannot open \(path): \(error)") }
+            let difference = try attempt { try store.firstDifference(from: other, from: from, to: to) }
+            answer.result = BisectResult(firstBad: difference?.seq, probes: Int((difference?.seq ?? to) - from + 1))
+            answer.against = difference?.diff
+        default:
+            let command = arguments.value("run")!
+            let probe = CommandProbe(command: command, store: store, console: context.console)
+            defer { probe.cleanUp() }
+            let range = from...to
+            answer.result = try attempt {
+                arguments.flag("linear") ? try Bisection.scan(range, probe: probe.verdict) : try Bisection.search(range, probe: probe.verdict)
+            }
+        }
+        try report(answer, store: store, context: context)
+        return answer.result.firstBad == nil ? .problem : .ok
+    }
+
+    /// What bisect found, with the extras of its mode.
+    struct Answer {
+        var result: BisectResult
+        var divergence: Divergence?
+        var against: [Write]?
+    }
+
+    static func report(_ answer: Answer, store: EventStore, context: Context) throws(CLIError) {
+        let found: (record: EventRecord, diff: [Write])? = try attempt {
+            guard let seq = answer.result.firstBad, let record = try store.record(seq) else { return nil }
+            return (record, try store.snapshot(after: seq - 1).diff(to: try store.snapshot(after: seq)))
+        }
+        if context.json {
+            var object: [(String, StateValue)] = [
+                ("candidates", .array(answer.result.candidates.map { .int(Int64($0)) })),
+                ("diff", .array((found?.diff ?? []).map(\.jsonValue))),
+                ("event", found?.record.jsonValue ?? .null),
+                ("firstBad", found.map { .int(Int64($0.record.seq)) } ?? .null),
+                ("probes", .int(Int64(answer.result.probes))),
+                ("writes", .array((found?.record.event.writes ?? []).map(\.jsonValue))),
+            ]
+            if let divergence = answer.divergence {
+                object.append(("actual", .array(divergence.actual.writes.map(\.jsonValue))))
+                object.append(("missing", .array(divergence.missing.map(\.jsonValue))))
+            }
+            if let against = answer.against { object.append(("against", .array(against.map(\.jsonValue)))) }
+            var sorted = StateObject()
+            for (key, value) in object.sorted(by: { $0.0 < $1.0 }) { sorted[key] = value }
+            context.printJSON(.object(sorted))
+            return
+        }
+        guard let found else {
+            if !answer.result.candidates.isEmpty {
+                context.console.line("only skipped events are left; the first bad event is one of: "
+                                     + answer.result.candidates.map(String.init).joined(separator: ", ")
+                                     + " (\(answer.result.probes) probes)")
+            } else {
+                context.console.line("no bad event in range (\(answer.result.probes) probes)")
+            }
+            return
+        }
+        context.console.line("first bad event: \(found.record.seq) (\(answer.result.probes) probes)")
+        context.console.line(describe(found.record, previousSeq: found.record.seq - 1, diff: found.diff).joined(separator: "\n"))
+        if let divergence = answer.divergence { context.console.line(describe(divergence).joined(separator: "\n")) }
+        if let against = answer.against {
+            context.console.line("  this log against the other after \(found.record.seq):")
+            context.console.line(Render.diff(against).map { "    " + $0 }.joined(separator: "\n"))
+        }
+    }
+
+    /// The event, its origin and cause, its writes, and optionally its diff.
+    static func describe(_ record: EventRecord, previousSeq: UInt64?, diff: [Write] = []) -> [String] {
+        let event = record.event
+        var lines = ["  event   \(event.stream)/\(Render.stepName(event))  \(event.outcome.name)  (origin \(event.origin.rawValue), \(record.time))"]
+        if let cause = event.cause {
+            lines.append("  cause   \(cause.id) step \(cause.step)" + (cause.source.isEmpty ? "" : ": \(cause.source)"))
+        }
+        if case .skipped(let reason) = event.outcome { lines.append("  reason  \(reason)") }
+        lines.append("  writes  " + (event.writes.isEmpty ? "(none)" : event.writes.map(Render.write).joined(separator: "; ")))
+        if let previousSeq {
+            lines.append("  diff against the state after \(previousSeq):")
+            lines += diff.isEmpty ? ["    (none)"] : Render.diff(diff).map { "    " + $0 }
+        }
+        return lines
+    }
+
+    /// Today's code against the recording at a divergence.
+    static func describe(_ divergence: Divergence) -> [String] {
+        var lines = ["  today's code: \(divergence.actual.outcome.name)"
+                     + (divergence.actual.writes.isEmpty ? ", no writes" : ", writes " + divergence.actual.writes.map(Render.write).joined(separator: "; "))]
+        if case .skipped(let reason) = divergence.actual.outcome { lines.append("    because \(reason)") }
+        for write in divergence.missing { lines.append("  missing write: \(Render.write(write))") }
+        for write in divergence.unexpected { lines.append("  unexpected write: \(Render.write(write))") }
+        lines.append("  recorded state against today's after \(divergence.seq):")
+        lines += Render.diff(divergence.diff).map { "    " + $0 }
+        return lines
+    }
+}
+
+/// Runs a bisect command for one event: the snapshot goes to a file named by
+/// `$EVENTLOG_SNAPSHOT`, the seq to `$EVENTLOG_SEQ`, and the exit code is the verdict.
+final class CommandProbe {
+    let command: String
+    let store: EventStore
+    let console: Console
+    let file = NSTemporaryDirectory() + "eventlog-snapshot-\(UUID().uuidString).json"
+
+    init(command: String, store: EventStore, console: Console) {
+        self.command = command
+        self.store = store
+        self.console = console
+    }
+
+    func verdict(_ seq: UInt64) throws -> Verdict {
+        try store.snapshot(after: seq).json().write(toFile: file, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        process.environment = ProcessInfo.processInfo.environment.merging(["EVENTLOG_SNAPSHOT": file, "EVENTLOG_SEQ": String(seq)]) { $1 }
+        process.standardOutput = FileHandle.standardError
+        process.standardInput = FileHandle.nullDevice
+        do { try process.run() } catch { throw CLIError.badInput("cannot run /bin/sh: \(error)") }
+        process.waitUntilExit()
+        let status = process.terminationStatus
+        console.progress("event \(seq): exit \(status)")
+        switch (process.terminationReason, status) {
+        case (.exit, 0): return .good
+        case (.exit, 125): return .skip
+        case (.exit, 1...127): return .bad
+        default:
+            throw CLIError.badInput("bisect aborted: '\(command)' \(process.terminationReason == .exit ? "exited \(status)" : "was killed by signal \(status)") at event \(seq)")
+        }
+    }
+
+    func cleanUp() { try? FileManager.default.removeItem(atPath: file) }
+}
