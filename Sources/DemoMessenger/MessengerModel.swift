@@ -84,6 +84,9 @@ public struct MessengerModel: EffectModel {
 
     public var stream: String { "messenger" }
 
+    /// The filter the bot tab falls back to when its filter is cleared.
+    public static let botTabBaseFilter = "bots"
+
     /// The seven properties; `selectedTab` starts on `chats`, the rest are empty.
     public static let properties = ["inThreadSearch", "listFilter", "avatarScrollTarget", "conversationScrollTarget",
                                     "expandedAvatar", "expandedAttachment", "selectedTab"]
@@ -107,7 +110,10 @@ public struct MessengerModel: EffectModel {
         case .clearInThreadSearch:
             return .assign([Assignment(Self.property("inThreadSearch"), .null)])
         case .clearListFilter:
-            return .assign([Assignment(Self.property("listFilter"), .null)])
+            // The bot tab is the list filtered to bots: clearing its filter returns to that
+            // base filter, so the tab is never shown unfiltered (the compound effect's promise).
+            let base: StateValue = state[Self.property("selectedTab")] == "bots" ? .string(Self.botTabBaseFilter) : .null
+            return .assign([Assignment(Self.property("listFilter"), base)])
         case .scrollToAvatarRow(let id):
             guard SampleData.avatars.contains(id) else { return .skip("unknown avatar \"\(id)\"") }
             return .assign([Assignment(Self.property("avatarScrollTarget"), .string(id))], wait: listOnScreen)

@@ -142,6 +142,15 @@ final class MessengerHarness {
         ])
     }
 
+    @Test func clearingTheFilterOnTheBotTabReturnsToItsBaseFilter() throws {
+        let harness = try MessengerHarness()
+        _ = try harness.open("botmessages://bots?filter=muted")
+        let run = try harness.open("botmessages://avatar/bolt-2/expanded")
+        #expect(run.records[3].event.writes == [Write("messenger.listFilter", old: "muted", new: "bots")])
+        _ = try harness.open("botmessages://avatar/bolt-2/expanded")
+        #expect(try harness.store.currentState["messenger.listFilter"] == "bots")
+    }
+
     @Test func clearingAnEmptySearchIsANoOp() throws {
         let harness = try MessengerHarness()
         let run = try harness.open("botmessages://home")

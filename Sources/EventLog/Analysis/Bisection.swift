@@ -14,11 +14,14 @@ public struct BisectResult: Sendable, Hashable {
     public var candidates: [UInt64] = []
     /// How many events were probed.
     public var probes: Int
+    /// Whether every event was scanned in order rather than binary-searched.
+    public var scanned = false
 
-    public init(firstBad: UInt64?, candidates: [UInt64] = [], probes: Int) {
+    public init(firstBad: UInt64?, candidates: [UInt64] = [], probes: Int, scanned: Bool = false) {
         self.firstBad = firstBad
         self.candidates = candidates
         self.probes = probes
+        self.scanned = scanned
     }
 }
 
@@ -84,9 +87,9 @@ public enum Bisection {
         var probes = 0
         for seq in range {
             probes += 1
-            if try probe(seq) == .bad { return BisectResult(firstBad: seq, probes: probes) }
+            if try probe(seq) == .bad { return BisectResult(firstBad: seq, probes: probes, scanned: true) }
         }
-        return BisectResult(firstBad: nil, probes: probes)
+        return BisectResult(firstBad: nil, probes: probes, scanned: true)
     }
 }
 
@@ -105,20 +108,24 @@ extension EventStore {
     /// The first event in `from...to` after which `predicate` holds.
     ///
     /// By default a binary search over snapshots (each from the nearest keyframe), which
-    /// assumes that once the predicate holds it keeps holding; `linear` scans every event
-    /// instead, folding write sets forward, and finds the exact first one.
+    /// assumes that once the predicate holds it keeps holding. When the last event is good
+    /// that assumption says nothing, so every event is scanned instead, as with `linear`:
+    /// folding write sets forward, which finds the exact first event in any case.
     public func firstEvent(where predicate: Predicate, from: UInt64 = 1, to: UInt64? = nil, linear: Bool = false) throws -> BisectResult {
         let last = try to ?? lastSeq()
         guard from <= last else { return BisectResult(firstBad: nil, probes: 0) }
-        if linear {
-            var result = BisectResult(firstBad: nil, probes: 0)
-            try fold(from: from, to: last) { record, state in
-                result.probes += 1
-                if predicate.evaluate(state) { result.firstBad = record.seq }
-                return result.firstBad == nil
-            }
-            return result
+        var probes = 0
+        if !linear {
+            let binary = try Bisection.search(from...last) { seq in predicate.evaluate(try snapshot(after: seq)) ? .bad : .good }
+            guard binary.firstBad == nil else { return binary }
+            probes = binary.probes
         }
-        return try Bisection.search(from...last) { seq in predicate.evaluate(try snapshot(after: seq)) ? .bad : .good }
+        var result = BisectResult(firstBad: nil, probes: probes, scanned: true)
+        try fold(from: from, to: last) { record, state in
+            result.probes += 1
+            if predicate.evaluate(state) { result.firstBad = record.seq }
+            return result.firstBad == nil
+        }
+        return result
     }
 }

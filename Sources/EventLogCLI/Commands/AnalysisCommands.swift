@@ -76,8 +76,8 @@ enum AnalysisCommands {
                                the seq in $EVENTLOG_SEQ, exits 1-127 (but 125); 0 is good, 125 skips the
                                event, anything else aborts, as with 'git bisect run'
             --where and --run binary-search (once bad, the state is taken to stay bad): about log2(range)
-            probes, each from the nearest keyframe; --linear scans every event for the exact first one.
-            --replay and --against always scan. Exit 0 when a first bad event is found, 1 when every
+            probes, each from the nearest keyframe; --linear scans every event for the exact first one,
+            and so does --where when the last event is good. --replay and --against always scan. Exit 0 when a first bad event is found, 1 when every
             event in range is good.
             """,
         options: [
@@ -112,7 +112,7 @@ enum AnalysisCommands {
             answer.result = try attempt { try store.firstEvent(where: predicate!, from: from, to: to, linear: arguments.flag("linear")) }
         case "replay":
             let report = try attempt { try store.replay(through: projection, from: from, to: to, verify: true) }
-            answer.result = BisectResult(firstBad: report.divergence?.seq, probes: Int(report.events))
+            answer.result = BisectResult(firstBad: report.divergence?.seq, probes: Int(report.events), scanned: true)
             answer.divergence = report.divergence
         case "against":
             let path = arguments.value("against")!
@@ -121,7 +121,7 @@ enum AnalysisCommands {
             let other: EventStore
             do { other = try EventStore(path: path, options: options) } catch { throw CLIError.unavailable("cannot open \(path): \(error)") }
             let difference = try attempt { try store.firstDifference(from: other, from: from, to: to) }
-            answer.result = BisectResult(firstBad: difference?.seq, probes: Int((difference?.seq ?? to) - from + 1))
+            answer.result = BisectResult(firstBad: difference?.seq, probes: Int((difference?.seq ?? to) - from + 1), scanned: true)
             answer.against = difference?.diff
         default:
             let command = arguments.value("run")!
@@ -155,6 +155,7 @@ enum AnalysisCommands {
                 ("event", found?.record.jsonValue ?? .null),
                 ("firstBad", found.map { .int(Int64($0.record.seq)) } ?? .null),
                 ("probes", .int(Int64(answer.result.probes))),
+                ("scanned", .bool(answer.result.scanned)),
                 ("writes", .array((found?.record.event.writes ?? []).map(\.jsonValue))),
             ]
             if let divergence = answer.divergence {
@@ -177,7 +178,7 @@ enum AnalysisCommands {
             }
             return
         }
-        context.console.line("first bad event: \(found.record.seq) (\(answer.result.probes) probes)")
+        context.console.line("first bad event: \(found.record.seq) (\(answer.result.probes) probes\(answer.result.scanned ? ", scanning every event" : ""))")
         context.console.line(describe(found.record, previousSeq: found.record.seq - 1, diff: found.diff).joined(separator: "\n"))
         if let divergence = answer.divergence { context.console.line(describe(divergence).joined(separator: "\n")) }
         if let against = answer.against {

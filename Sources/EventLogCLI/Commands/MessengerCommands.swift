@@ -152,7 +152,9 @@ enum MessengerCommands {
                 try attempt { try FileManager.default.removeItem(atPath: path) }
             }
         }
-        let clock = ManualClock(start: Timestamp.now(), stepMicroseconds: 12_000)
+        // Simulated time, placed so that the session (at most ~4 s a plan) ends before now.
+        let start = Timestamp.now().microsecondsSince1970 - Int64(plans) * 4_000_000
+        let clock = ManualClock(start: Timestamp(microsecondsSince1970: start), stepMicroseconds: 12_000)
         let summary = try attempt {
             let store = try context.openStore(writable: true, clock: clock.clock)
             let first = try store.lastSeq() + 1
