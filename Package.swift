@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "EventLog", targets: ["EventLog"]),
         .executable(name: "eventlog", targets: ["eventlog"]),
+        .executable(name: "eventlog-bench", targets: ["EventLogBenchmarks"]),
     ],
     targets: [
         // liblmdb from the system (Debian: liblmdb-dev).
@@ -23,6 +24,19 @@ let package = Package(
         // The `eventlog` commands: a pure parser and a runner, testable in-process.
         .target(name: "EventLogCLI", dependencies: ["EventLog", "Effects", "DemoMessenger"]),
         .executableTarget(name: "eventlog", dependencies: ["EventLogCLI"]),
+
+        // The benchmark harness and its peers (raw LMDB, SQLite, JSON lines); build it in release.
+        .systemLibrary(
+            name: "CSQLite",
+            path: "Benchmarks/CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .executableTarget(
+            name: "EventLogBenchmarks",
+            dependencies: ["EventLog", "CLMDB", "CSQLite"],
+            path: "Benchmarks/EventLogBenchmarks"
+        ),
 
         .testTarget(name: "EventLogTests", dependencies: ["EventLog", "CLMDB"]),
         .testTarget(name: "EffectsTests", dependencies: ["Effects", "EventLog"]),

@@ -65,10 +65,10 @@ final class MessengerHarness {
     let store: EventStore
     let engine: EffectEngine<MessengerModel>
 
-    init(regression: Regression? = nil, keyframeInterval: UInt64 = 32) throws {
+    init(regression: Regression? = nil, keyframeRatio: UInt32 = 8) throws {
         var options = EventStore.Options()
         options.clock = clock.clock
-        options.keyframeInterval = keyframeInterval
+        options.keyframePolicy = KeyframePolicy(ratio: keyframeRatio)
         store = try EventStore(path: directory, options: options)
         engine = try EffectEngine(store: store, model: MessengerModel(regression: regression))
     }
@@ -212,8 +212,8 @@ final class MessengerHarness {
     }
 
     @Test func reopeningAndRecordingAgainGiveTheSameSnapshots() throws {
-        let first = try MessengerHarness(keyframeInterval: 16)
-        let second = try MessengerHarness(keyframeInterval: 64)
+        let first = try MessengerHarness(keyframeRatio: 2)
+        let second = try MessengerHarness(keyframeRatio: 16)
         for harness in [first, second] {
             _ = try DemoSession(plans: 60, seed: 42).record(into: harness.engine, clock: harness.clock)
         }

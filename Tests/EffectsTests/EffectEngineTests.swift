@@ -69,7 +69,7 @@ final class Harness {
         directory = NSTemporaryDirectory() + "effects-\(UUID().uuidString)"
         var options = EventStore.Options()
         options.clock = clock.clock
-        options.keyframeInterval = 8
+        options.keyframePolicy = KeyframePolicy(ratio: 2, minimumEvents: 2)
         store = try EventStore(path: directory, options: options)
         engine = try EffectEngine(store: store, model: TestModel())
     }

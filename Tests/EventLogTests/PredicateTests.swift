@@ -69,7 +69,7 @@ import Testing
 
     @Test func binarySearchAgreesWithLinearOnRandomLogsAndPredicates() throws {
         let dir = TemporaryDirectory()
-        let store = try EventStore(path: dir.path, options: .testing(keyframeInterval: 16))
+        let store = try EventStore(path: dir.path, options: .testing())
         // A counter that only grows, so "count >= k" is monotone; plus random noise.
         var session = RandomSession(seed: 3)
         try store.transact { batch in

@@ -30,9 +30,9 @@ final class Counter: @unchecked Sendable {
 }
 
 extension EventStore.Options {
-    static func testing(keyframeInterval: UInt64 = 16, mapSize: Int = 1 << 20) -> Self {
+    static func testing(keyframeRatio: UInt32 = 8, mapSize: Int = 1 << 20) -> Self {
         var options = Self()
-        options.keyframeInterval = keyframeInterval
+        options.keyframePolicy = KeyframePolicy(ratio: keyframeRatio, minimumEvents: 4)
         options.initialMapSize = mapSize
         options.clock = steppingClock()
         return options
@@ -63,5 +63,22 @@ struct RandomSession {
         let writes = old == nil && new == nil ? [] : [Write(path, old: old, new: new)]
         try! state.apply(writes)
         return Event(stream: area, type: "set", origin: .test, payload: ["key": .string(key)], writes: writes)
+    }
+}
+
+extension EventStore {
+    /// The seqs of the stored keyframes, in order.
+    func keyframeSeqs() throws -> [UInt64] {
+        try environment.read { txn in
+            try txn.withCursor(keyframes) { cursor in
+                var seqs: [UInt64] = []
+                var entry = try cursor.first()
+                while let current = entry {
+                    seqs.append(try RecordCodec.seq(fromKey: current.key))
+                    entry = try cursor.next()
+                }
+                return seqs
+            }
+        }
     }
 }

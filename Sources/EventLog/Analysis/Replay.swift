@@ -86,9 +86,9 @@ extension EventStore {
         if a != b { return (from - 1, a.diff(to: b)) }
         var seq = from
         var found: (UInt64, [Write])?
-        // Walk both logs in steps of one keyframe interval so that neither read lasts long.
+        // Walk both logs in chunks so that neither read transaction lasts long.
         while seq <= end, found == nil {
-            let chunkEnd = min(end, seq + keyframeInterval - 1)
+            let chunkEnd = min(end, seq + 4_095)
             var writesA: [[Write]] = []
             var writesB: [[Write]] = []
             try forEachRecord(from: seq, to: chunkEnd) { writesA.append($0.event.writes); return true }

@@ -7,9 +7,9 @@ import Foundation
 /// - Every write's old value matches the state it is applied to, so the state after any
 ///   event is exactly the fold of the write sets before it; a mismatching write set is
 ///   refused with nothing appended.
-/// - A keyframe (the whole state) is stored after every `keyframeInterval`-th event, so the
-///   state after any event N costs one keyframe decode plus fewer than `keyframeInterval`
-///   write sets, never a fold from the start.
+/// - Keyframes (the whole state) are stored as `KeyframePolicy` says, so the state after any
+///   event N costs one keyframe decode plus a bounded number of write sets, never a fold
+///   from the start.
 /// - Every record and keyframe carries a CRC-32C checked on every read.
 /// - One writer at a time across threads and processes; readers never block. Appends from
 ///   another process are picked up at the start of each write transaction.
@@ -22,8 +22,8 @@ public final class EventStore: @unchecked Sendable {
         public var durability: Environment.Durability = .full
         /// The map size a new environment starts with; it grows on demand.
         public var initialMapSize = 64 << 20
-        /// Events between keyframes, fixed when the database is created.
-        public var keyframeInterval: UInt64 = 256
+        /// When keyframes are written; fixed when the database is created.
+        public var keyframePolicy = KeyframePolicy()
         /// Where event times come from.
         public var clock: Clock = .system
 
@@ -31,21 +31,22 @@ public final class EventStore: @unchecked Sendable {
     }
 
     public let environment: Environment
-    public let keyframeInterval: UInt64
+    public let keyframePolicy: KeyframePolicy
     let events: Database
     let keyframes: Database
     private let meta: Database
     /// Where event times come from.
     public let clock: Clock
 
-    /// The newest state this process knows of, and the seq it follows. Guarded by `lock`,
-    /// which also serialises this process's writers.
-    private var tip: (seq: UInt64, state: StateValue) = (0, .emptyObject)
+    /// The newest state this process knows of, the seq it follows, and the progress since
+    /// the last keyframe. Guarded by `lock`, which also serialises this process's writers.
+    private var tip = Tip(seq: 0, state: .emptyObject, progress: KeyframeProgress())
     private let lock = NSLock()
 
     private enum MetaKey {
         static let format = "format"
-        static let keyframeInterval = "keyframeInterval"
+        static let keyframeRatio = "keyframeRatio"
+        static let keyframeMinimumEvents = "keyframeMinimumEvents"
     }
 
     /// Opens the event log in directory `path`, creating it unless `options.readOnly`.
@@ -61,32 +62,33 @@ public final class EventStore: @unchecked Sendable {
         environment = try Environment(path: path, options: environmentOptions)
         clock = options.clock
 
-        let open = { (txn: borrowing Transaction, create: Bool) throws -> (Database, Database, Database, UInt32?, UInt64?) in
+        let open = { (txn: borrowing Transaction, create: Bool) throws -> (Database, Database, Database, KeyframePolicy?) in
             guard let meta = try txn.openDatabase(named: "meta", create: create),
                   let events = try txn.openDatabase(named: "events", create: create),
                   let keyframes = try txn.openDatabase(named: "keyframes", create: create)
             else { throw EventStoreError.notAnEventLog(path: path) }
             let format = try txn.get(meta, key: MetaKey.format).map { try Self.readUInt32($0) }
-            let interval = try txn.get(meta, key: MetaKey.keyframeInterval).map { UInt64(try Self.readUInt32($0)) }
             if let format, format > Self.formatVersion {
                 throw EventStoreError.newerFormat(found: format, supported: Self.formatVersion)
             }
             if create && format == nil {
                 guard try txn.count(events) == 0 else { throw EventStoreError.notAnEventLog(path: path) }
                 try txn.put(meta, key: MetaKey.format, value: Self.formatVersion)
-                try txn.put(meta, key: MetaKey.keyframeInterval, value: UInt32(options.keyframeInterval))
-                return (meta, events, keyframes, Self.formatVersion, options.keyframeInterval)
+                try txn.put(meta, key: MetaKey.keyframeRatio, value: options.keyframePolicy.ratio)
+                try txn.put(meta, key: MetaKey.keyframeMinimumEvents, value: options.keyframePolicy.minimumEvents)
+                return (meta, events, keyframes, options.keyframePolicy)
             }
-            return (meta, events, keyframes, format, interval)
+            guard format != nil,
+                  let ratio = try txn.get(meta, key: MetaKey.keyframeRatio).map({ try Self.readUInt32($0) }),
+                  let minimum = try txn.get(meta, key: MetaKey.keyframeMinimumEvents).map({ try Self.readUInt32($0) })
+            else { return (meta, events, keyframes, nil) }
+            return (meta, events, keyframes, KeyframePolicy(ratio: ratio, minimumEvents: minimum))
         }
         let opened = try options.readOnly ? environment.read { try open($0, false) } : environment.write { try open($0, true) }
-        guard opened.3 != nil, let interval = opened.4, interval > 0 else { throw EventStoreError.notAnEventLog(path: path) }
+        guard let policy = opened.3 else { throw EventStoreError.notAnEventLog(path: path) }
         (meta, events, keyframes) = (opened.0, opened.1, opened.2)
-        keyframeInterval = interval
-        tip = try environment.read { txn in
-            let last = try lastSeq(in: txn)
-            return (last, try state(after: last, in: txn))
-        }
+        keyframePolicy = policy
+        tip = try environment.read { txn in try currentTip(in: txn) }
     }
 
     private static func readUInt32(_ bytes: UnsafeRawBufferPointer) throws -> UInt32 {
@@ -125,11 +127,10 @@ public final class EventStore: @unchecked Sendable {
         defer { lock.unlock() }
         var newTip = tip
         let result = try environment.write { txn in
-            let last = try lastSeq(in: txn)
-            let start: (seq: UInt64, state: StateValue) = last == tip.seq ? tip : (last, try state(after: last, in: txn))
-            var batch = AppendBatch(store: self, transaction: txn.handle, seq: start.seq, state: start.state)
+            let start = try lastSeq(in: txn) == tip.seq ? tip : currentTip(in: txn)
+            var batch = AppendBatch(store: self, transaction: txn.handle, tip: start)
             let result = try body(&batch)
-            newTip = (batch.lastSeq, batch.state)
+            newTip = batch.tip
             return result
         }
         tip = newTip
@@ -199,19 +200,30 @@ public final class EventStore: @unchecked Sendable {
     func state(after seq: UInt64, in txn: borrowing Transaction) throws -> StateValue {
         let last = try lastSeq(in: txn)
         guard seq <= last else { throw EventStoreError.noSuchEvent(seq: seq, last: last) }
-        var (base, state) = try keyframe(atOrBefore: seq, in: txn)
         // A writer of this process holds the lock and has its own newer state; others may
         // start from the tip when it is closer than the keyframe.
         if lock.try() {
             let known = tip
             lock.unlock()
-            if known.seq <= seq, known.seq > base { (base, state) = known }
+            if known.seq == seq { return known.state }
         }
-        guard base < seq else { return state }
+        return try fold(to: seq, from: try keyframe(atOrBefore: seq, in: txn), in: txn).state
+    }
+
+    /// The newest state in the database and the keyframe progress since its last keyframe.
+    func currentTip(in txn: borrowing Transaction) throws -> Tip {
+        let last = try lastSeq(in: txn)
+        return try fold(to: last, from: try keyframe(atOrBefore: last, in: txn), in: txn)
+    }
+
+    /// Folds the write sets after a keyframe up to `seq`, counting record sizes as it goes.
+    private func fold(to seq: UInt64, from keyframe: Keyframe, in txn: borrowing Transaction) throws -> Tip {
+        var tip = Tip(seq: keyframe.seq, state: keyframe.state, progress: KeyframeProgress(stateBytes: keyframe.bytes))
+        guard keyframe.seq < seq else { return tip }
         try txn.withCursor(events) { cursor in
-            var entry = try RecordCodec.withKey(base + 1) { try cursor.seek(atOrAfter: $0) }
-            var expected = base + 1
-            while let current = entry, expected <= seq {
+            var entry = try RecordCodec.withKey(keyframe.seq + 1) { try cursor.seek(atOrAfter: $0) }
+            while let current = entry, tip.seq < seq {
+                let expected = tip.seq + 1
                 let writes: [Write]
                 do {
                     guard try RecordCodec.seq(fromKey: current.key) == expected else {
@@ -221,16 +233,24 @@ public final class EventStore: @unchecked Sendable {
                 } catch let error as DecodingError {
                     throw EventStoreError.corruptRecord(seq: expected, reason: error.reason)
                 }
-                do throws(StateError) { try state.apply(writes) } catch { throw EventStoreError.invalidWrite(error) }
-                expected += 1
+                do throws(StateError) { try tip.state.apply(writes) } catch { throw EventStoreError.invalidWrite(error) }
+                _ = tip.progress.record(current.value.count, writes: writes, policy: keyframePolicy)
+                tip.seq = expected
                 entry = try cursor.next()
             }
         }
-        return state
+        return tip
+    }
+
+    struct Keyframe {
+        var seq: UInt64
+        var state: StateValue
+        /// The stored size, checksum included.
+        var bytes: Int
     }
 
     /// The newest keyframe at or before `seq`, or the empty state at 0.
-    func keyframe(atOrBefore seq: UInt64, in txn: borrowing Transaction) throws -> (UInt64, StateValue) {
+    func keyframe(atOrBefore seq: UInt64, in txn: borrowing Transaction) throws -> Keyframe {
         try txn.withCursor(keyframes) { cursor in
             var entry = try RecordCodec.withKey(seq) { try cursor.seek(atOrAfter: $0) }
             if let found = entry, try RecordCodec.seq(fromKey: found.key) != seq {
@@ -238,10 +258,10 @@ public final class EventStore: @unchecked Sendable {
             } else if entry == nil {
                 entry = try cursor.last()
             }
-            guard let entry else { return (0, .emptyObject) }
+            guard let entry else { return Keyframe(seq: 0, state: .emptyObject, bytes: KeyframeProgress.emptyStateBytes) }
             let at = try RecordCodec.seq(fromKey: entry.key)
             do throws(DecodingError) {
-                return (at, try RecordCodec.decodeKeyframe(entry.value, seq: at))
+                return Keyframe(seq: at, state: try RecordCodec.decodeKeyframe(entry.value, seq: at), bytes: entry.value.count)
             } catch {
                 throw EventStoreError.corruptKeyframe(seq: at, reason: error.reason)
             }
@@ -253,21 +273,29 @@ public final class EventStore: @unchecked Sendable {
     }
 }
 
+/// The newest state a writer knows, the seq it follows, and the keyframe progress.
+struct Tip: Sendable {
+    var seq: UInt64
+    var state: StateValue
+    var progress: KeyframeProgress
+}
+
 /// The appends of one write transaction, lent by `EventStore.transact`.
 public struct AppendBatch: ~Copyable {
     private let store: EventStore
     private let transaction: OpaquePointer
     private var writer = BinaryWriter(capacity: 512)
-    /// The sequence number of the newest event, including those appended by this batch.
-    public private(set) var lastSeq: UInt64
-    /// The state after `lastSeq`, including this batch's writes.
-    public private(set) var state: StateValue
+    private(set) var tip: Tip
 
-    init(store: EventStore, transaction: OpaquePointer, seq: UInt64, state: StateValue) {
+    /// The sequence number of the newest event, including those appended by this batch.
+    public var lastSeq: UInt64 { tip.seq }
+    /// The state after `lastSeq`, including this batch's writes.
+    public var state: StateValue { tip.state }
+
+    init(store: EventStore, transaction: OpaquePointer, tip: Tip) {
         self.store = store
         self.transaction = transaction
-        self.lastSeq = seq
-        self.state = state
+        self.tip = tip
     }
 
     /// Appends `event` after checking that every write's old value matches the state, and
@@ -275,26 +303,27 @@ public struct AppendBatch: ~Copyable {
     @discardableResult
     public mutating func append(_ event: Event, time: Timestamp? = nil) throws -> EventRecord {
         for write in event.writes {
-            let actual = state[write.path]
+            let actual = tip.state[write.path]
             guard actual == write.old else {
                 throw EventStoreError.staleWrite(path: write.path, expected: write.old, actual: actual)
             }
-            do throws(StateError) { try state.apply(write) } catch { throw EventStoreError.invalidWrite(error) }
+            do throws(StateError) { try tip.state.apply(write) } catch { throw EventStoreError.invalidWrite(error) }
         }
-        let seq = lastSeq + 1
+        let seq = tip.seq + 1
         let txn = Transaction(handle: transaction)
         let time = time ?? store.clock.now()
         let checksum = RecordCodec.encode(event, seq: seq, time: time, into: &writer)
         try RecordCodec.withKey(seq) { key in
             try writer.bytes.withUnsafeBytes { try txn.put(store.events, key: key, value: $0, append: true) }
         }
-        if seq % store.keyframeInterval == 0 {
-            RecordCodec.encodeKeyframe(state, seq: seq, into: &writer)
+        tip.seq = seq
+        if tip.progress.record(writer.count, writes: event.writes, policy: store.keyframePolicy) {
+            RecordCodec.encodeKeyframe(tip.state, seq: seq, into: &writer)
             try RecordCodec.withKey(seq) { key in
                 try writer.bytes.withUnsafeBytes { try txn.put(store.keyframes, key: key, value: $0, append: true) }
             }
+            tip.progress.keyframeWritten(writer.count)
         }
-        lastSeq = seq
         return EventRecord(seq: seq, time: time, event: event, checksum: checksum)
     }
 }

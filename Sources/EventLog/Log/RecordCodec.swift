@@ -166,3 +166,18 @@ extension Origin {
         }
     }
 }
+
+extension EventRecord {
+    /// The bytes the store keeps for `event` as record `seq` (format version 1), checksum
+    /// included: for tools and benchmark peers that handle records without a store.
+    public static func storedBytes(of event: Event, seq: UInt64, time: Timestamp) -> [UInt8] {
+        var writer = BinaryWriter()
+        RecordCodec.encode(event, seq: seq, time: time, into: &writer)
+        return writer.bytes
+    }
+
+    /// Decodes stored bytes, checking their checksum against `seq`.
+    public init(storedBytes: UnsafeRawBufferPointer, seq: UInt64) throws(DecodingError) {
+        self = try RecordCodec.decode(storedBytes, seq: seq)
+    }
+}

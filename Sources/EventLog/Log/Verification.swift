@@ -18,14 +18,15 @@ public struct VerificationReport: Sendable, Hashable {
 extension EventStore {
     /// Reads the whole log in one snapshot and checks, stopping at the first problem: every
     /// record's checksum and encoding; a dense sequence from 1; every write's old value
-    /// against the fold of the writes before it; every keyframe's checksum, its place
-    /// (after each `keyframeInterval`-th event) and its equality with that fold.
+    /// against the fold of the writes before it; every keyframe's checksum, its place (where
+    /// the keyframe policy puts one, and nowhere else) and its equality with that fold.
     ///
     /// `progress` is called every 65,536 events with the number checked so far.
     public func verify(progress: ((UInt64) -> Void)? = nil) throws -> VerificationReport {
         try environment.read { txn in
             var report = VerificationReport()
             var state = StateValue.emptyObject
+            var keyframeProgress = KeyframeProgress()
             func fail(_ seq: UInt64, _ reason: String) -> VerificationReport {
                 report.problem = .init(seq: seq, reason: reason)
                 return report
@@ -54,9 +55,10 @@ extension EventStore {
                             }
                             do { try state.apply(write) } catch { return fail(seq, "\(error)") }
                         }
+                        let due = keyframeProgress.record(current.value.count, writes: record.event.writes, policy: keyframePolicy)
                         if let stored = keyframe, let at = try? RecordCodec.seq(fromKey: stored.key), at <= seq {
                             guard at == seq else { return fail(at, "keyframe stored between events") }
-                            guard seq % keyframeInterval == 0 else { return fail(seq, "keyframe where none belongs (interval \(keyframeInterval))") }
+                            guard due else { return fail(seq, "keyframe where the policy puts none") }
                             let snapshot: StateValue
                             do throws(DecodingError) { snapshot = try RecordCodec.decodeKeyframe(stored.value, seq: at) } catch {
                                 return fail(at, "keyframe: \(error.reason)")
@@ -65,8 +67,9 @@ extension EventStore {
                                 return fail(at, "keyframe differs from the fold of the write sets at \(difference.path.isRoot ? "(root)" : difference.path.description)")
                             }
                             report.keyframesChecked += 1
+                            keyframeProgress.keyframeWritten(stored.value.count)
                             keyframe = try keyframes.next()
-                        } else if seq % keyframeInterval == 0 {
+                        } else if due {
                             return fail(seq, "keyframe missing")
                         }
                         report.eventsChecked = seq

@@ -17,7 +17,7 @@ enum LogCommands {
             context.printJSON([
                 "database": .string(context.databasePath), "events": .int(Int64(last)),
                 "fileBytes": .int(Int64(fileBytes)), "firstSeq": firstSeq,
-                "format": .int(Int64(EventStore.formatVersion)), "keyframeInterval": .int(Int64(store.keyframeInterval)),
+                "format": .int(Int64(EventStore.formatVersion)), "keyframeRatio": .int(Int64(store.keyframePolicy.ratio)),
                 "keyframes": .int(Int64(keyframes)), "lastSeq": .int(Int64(last)),
                 "mapBytes": .int(Int64(store.environment.mapSize)),
             ])
@@ -28,7 +28,7 @@ enum LogCommands {
                 events     \(last)
                 first seq  \(first.map(String.init) ?? "-")
                 last seq   \(last)
-                keyframes  \(keyframes) (every \(store.keyframeInterval) events)
+                keyframes  \(keyframes) (one once the records since the last add up to \(store.keyframePolicy.ratio)× its size)
                 file size  \(Render.bytes(fileBytes))
                 map size   \(Render.bytes(store.environment.mapSize))
                 """)

@@ -1,0 +1,130 @@
+import Foundation
+
+/// Keeps a value alive so that the optimiser cannot drop the work that produced it.
+@inline(never)
+func blackHole<T>(_ value: T) {
+    withExtendedLifetime(value) {}
+}
+
+/// Monotonic nanoseconds.
+func now() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
+/// Seconds taken by `body`.
+func time(_ body: () throws -> Void) rethrows -> Double {
+    let start = now()
+    try body()
+    return Double(now() - start) / 1e9
+}
+
+/// One subject's figures in one scenario.
+struct Measurement {
+    var subject: String
+    var operations: Int
+    var seconds: Double
+    /// Per-operation latencies in microseconds, when they matter.
+    var latencies: [Double] = []
+    var bytesPerEvent: Double?
+    /// Other figures, such as probes or memory.
+    var extra: [(String, Double)] = []
+
+    var opsPerSecond: Double { Double(operations) / seconds }
+
+    func percentile(_ p: Double) -> Double? {
+        guard !latencies.isEmpty else { return nil }
+        let sorted = latencies.sorted()
+        let rank = Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1
+        return sorted[min(max(rank, 0), sorted.count - 1)]
+    }
+}
+
+/// A scenario's measurements, the subject first and its peers after.
+struct ScenarioReport {
+    var name: String
+    var summary: String
+    var measurements: [Measurement]
+    var note: String?
+
+    /// The engine's throughput over a peer's, in the same run.
+    func ratio(against peer: Measurement) -> Double? {
+        guard let engine = measurements.first, engine.subject != peer.subject else { return nil }
+        return engine.opsPerSecond / peer.opsPerSecond
+    }
+}
+
+/// The resident memory of this process, in bytes: now (`VmRSS`) and at its peak (`VmHWM`).
+func residentMemory() -> (current: Int, peak: Int) {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return (0, 0) }
+    func field(_ name: String) -> Int {
+        for line in status.split(separator: "\n") where line.hasPrefix(name + ":") {
+            return (Int(line.split(separator: " ").dropFirst().first(where: { !$0.isEmpty }) ?? "0") ?? 0) * 1024
+        }
+        return 0
+    }
+    return (field("VmRSS"), field("VmHWM"))
+}
+
+/// A directory removed when the value dies.
+final class Scratch {
+    let path = NSTemporaryDirectory() + "eventlog-bench-\(UUID().uuidString)"
+    init() { try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
+    func file(_ name: String) -> String { path + "/" + name }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+func fileSize(_ path: String) -> Int {
+    var isDirectory: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return 0 }
+    if !isDirectory.boolValue { return (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+    return names.filter { $0 != "lock.mdb" && !$0.hasSuffix("-shm") }.map { fileSize(path + "/" + $0) }.reduce(0, +)
+}
+
+/// Renders reports as a table for people.
+enum Table {
+    static func render(_ reports: [ScenarioReport]) -> String {
+        let header = ["scenario", "subject", "ops/s", "p50 µs", "p99 µs", "p99.9 µs", "bytes/event", "vs peer", "other"]
+        var rows: [[String]] = []
+        for report in reports {
+            for (index, m) in report.measurements.enumerated() {
+                rows.append([
+                    index == 0 ? report.name : "",
+                    m.subject,
+                    format(m.opsPerSecond),
+                    m.percentile(50).map { format($0) } ?? "",
+                    m.percentile(99).map { format($0) } ?? "",
+                    m.percentile(99.9).map { format($0) } ?? "",
+                    m.bytesPerEvent.map { String(format: "%.0f", $0) } ?? "",
+                    report.ratio(against: m).map { String(format: "%.2f×", $0) } ?? "",
+                    m.extra.map { "\($0.0) \(format($0.1))" }.joined(separator: ", "),
+                ])
+            }
+        }
+        let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+        func line(_ cells: [String]) -> String {
+            cells.enumerated().map { index, cell in
+                index < 2 ? cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
+                          : String(repeating: " ", count: widths[index] - cell.count) + cell
+            }.joined(separator: "  ")
+        }
+        var text = line(header) + "\n" + line(widths.map { String(repeating: "-", count: $0) }) + "\n"
+        for row in rows { text += line(row) + "\n" }
+        for report in reports where report.note != nil { text += "\n\(report.name): \(report.note!)" }
+        return text + "\n"
+    }
+
+    /// `1,234,567` for large values, two significant decimals for small ones.
+    static func format(_ value: Double) -> String {
+        guard value >= 100 else { return String(format: value >= 10 ? "%.1f" : "%.2f", value) }
+        var digits = String(Int(value.rounded()))
+        var index = digits.endIndex
+        while digits.distance(from: digits.startIndex, to: index) > 3 {
+            index = digits.index(index, offsetBy: -3)
+            digits.insert(",", at: index)
+        }
+        return digits
+    }
+}

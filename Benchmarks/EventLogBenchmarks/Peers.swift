@@ -1,0 +1,237 @@
+import CLMDB
+import CSQLite
+import EventLog
+import Foundation
+
+/// A store the append scenarios drive: one call per batch, durable or in its faster mode.
+protocol AppendSubject {
+    var name: String { get }
+    /// Makes the batch's input (untimed).
+    mutating func prepare(_ events: [Event], firstSeq: UInt64)
+    /// Commits the prepared batch (timed).
+    mutating func commit() throws
+    /// Bytes on disk.
+    var bytesOnDisk: Int { get }
+}
+
+/// The engine itself: encoding, write-set checks, keyframes, commit.
+struct EngineSubject: AppendSubject {
+    let name = "eventlog"
+    let store: EventStore
+    let path: String
+    private var batch: [Event] = []
+
+    init(path: String, fast: Bool) throws {
+        var options = EventStore.Options()
+        options.durability = fast ? .lastCommitMayBeLost : .full
+        options.initialMapSize = 1 << 30
+        self.path = path
+        store = try EventStore(path: path, options: options)
+    }
+
+    mutating func prepare(_ events: [Event], firstSeq: UInt64) { batch = events }
+
+    mutating func commit() throws {
+        let events = batch
+        try store.transact { appends in
+            for event in events { try appends.append(event) }
+        }
+    }
+
+    var bytesOnDisk: Int { fileSize(path) }
+}
+
+/// Raw LMDB through the C API: the same record bytes, `mdb_put` with `MDB_APPEND`. The
+/// physical limit of the engine's storage.
+struct RawLMDBSubject: AppendSubject {
+    let name = "raw-lmdb"
+    let path: String
+    private var env: OpaquePointer?
+    private var dbi: MDB_dbi = 0
+    private var batch: [(UInt64, [UInt8])] = []
+
+    init(path: String, fast: Bool) throws {
+        self.path = path
+        mkdir(path, 0o755)
+        try lmdb(mdb_env_create(&env))
+        try lmdb(mdb_env_set_mapsize(env, 4 << 30))
+        try lmdb(mdb_env_set_maxdbs(env, 4))
+        try lmdb(mdb_env_open(env, path, UInt32(MDB_NOTLS) | (fast ? UInt32(MDB_NOMETASYNC) : 0), 0o644))
+        var txn: OpaquePointer?
+        try lmdb(mdb_txn_begin(env, nil, 0, &txn))
+        try lmdb(mdb_dbi_open(txn, "events", UInt32(MDB_CREATE), &dbi))
+        try lmdb(mdb_txn_commit(txn))
+    }
+
+    mutating func prepare(_ events: [Event], firstSeq: UInt64) {
+        batch = events.enumerated().map { offset, event in
+            let seq = firstSeq + UInt64(offset)
+            return (seq, EventRecord.storedBytes(of: event, seq: seq, time: Workload.time(seq)))
+        }
+    }
+
+    mutating func commit() throws {
+        var txn: OpaquePointer?
+        try lmdb(mdb_txn_begin(env, nil, 0, &txn))
+        for (seq, bytes) in batch {
+            var key = seq.bigEndian
+            try withUnsafeMutableBytes(of: &key) { keyBytes in
+                try bytes.withUnsafeBytes { value in
+                    var k = MDB_val(mv_size: 8, mv_data: keyBytes.baseAddress)
+                    var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+                    try lmdb(mdb_put(txn, dbi, &k, &v, UInt32(MDB_APPEND)))
+                }
+            }
+        }
+        try lmdb(mdb_txn_commit(txn))
+    }
+
+    /// Reads every record with a cursor, touching each byte once (no decoding).
+    func scan() throws -> Int {
+        var txn: OpaquePointer?
+        var cursor: OpaquePointer?
+        try lmdb(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn))
+        defer { mdb_txn_abort(txn) }
+        try lmdb(mdb_cursor_open(txn, dbi, &cursor))
+        defer { mdb_cursor_close(cursor) }
+        var k = MDB_val()
+        var v = MDB_val()
+        var count = 0
+        var checksum: UInt8 = 0
+        var op = MDB_FIRST
+        while mdb_cursor_get(cursor, &k, &v, op) == 0 {
+            let bytes = UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+            checksum ^= bytes.last ?? 0
+            count += 1
+            op = MDB_NEXT
+        }
+        blackHole(checksum)
+        return count
+    }
+
+    var bytesOnDisk: Int { fileSize(path) }
+
+    func close() { mdb_env_close(env) }
+}
+
+struct BenchmarkError: Error, CustomStringConvertible {
+    var description: String
+}
+
+func lmdb(_ code: Int32) throws {
+    if code != 0 { throw BenchmarkError(description: "LMDB: \(String(cString: mdb_strerror(code)))") }
+}
+
+/// SQLite through libsqlite3: WAL, `synchronous=FULL` (durable) or `NORMAL` (fast), one prepared
+/// INSERT per event, one transaction per batch, the same record bytes as a BLOB.
+struct SQLiteSubject: AppendSubject {
+    let name = "sqlite"
+    let path: String
+    private var db: OpaquePointer?
+    private var insert: OpaquePointer?
+    private var batch: [(UInt64, [UInt8])] = []
+
+    init(path: String, fast: Bool) throws {
+        self.path = path
+        try check(sqlite3_open(path, &db))
+        try execute("PRAGMA journal_mode=WAL")
+        try execute("PRAGMA synchronous=\(fast ? "NORMAL" : "FULL")")
+        try execute("CREATE TABLE events (seq INTEGER PRIMARY KEY, body BLOB NOT NULL)")
+        try check(sqlite3_prepare_v2(db, "INSERT INTO events (seq, body) VALUES (?, ?)", -1, &insert, nil))
+    }
+
+    mutating func prepare(_ events: [Event], firstSeq: UInt64) {
+        batch = events.enumerated().map { offset, event in
+            let seq = firstSeq + UInt64(offset)
+            return (seq, EventRecord.storedBytes(of: event, seq: seq, time: Workload.time(seq)))
+        }
+    }
+
+    mutating func commit() throws {
+        try execute("BEGIN")
+        for (seq, bytes) in batch {
+            sqlite3_bind_int64(insert, 1, Int64(seq))
+            _ = bytes.withUnsafeBytes { sqlite3_bind_blob(insert, 2, $0.baseAddress, Int32($0.count), nil) }
+            guard sqlite3_step(insert) == SQLITE_DONE else { throw BenchmarkError(description: "SQLite insert: \(String(cString: sqlite3_errmsg(db)))") }
+            sqlite3_reset(insert)
+        }
+        try execute("COMMIT")
+    }
+
+    /// Reads every record in order.
+    func scan() throws -> Int {
+        var select: OpaquePointer?
+        try check(sqlite3_prepare_v2(db, "SELECT seq, body FROM events ORDER BY seq", -1, &select, nil))
+        defer { sqlite3_finalize(select) }
+        var count = 0
+        var checksum = 0
+        while sqlite3_step(select) == SQLITE_ROW {
+            checksum ^= Int(sqlite3_column_bytes(select, 1))
+            count += 1
+        }
+        blackHole(checksum)
+        return count
+    }
+
+    var bytesOnDisk: Int { fileSize(path) + fileSize(path + "-wal") }
+
+    func close() {
+        sqlite3_finalize(insert)
+        sqlite3_close(db)
+    }
+
+    private func execute(_ sql: String) throws { try check(sqlite3_exec(db, sql, nil, nil, nil)) }
+
+    private func check(_ code: Int32) throws {
+        if code != SQLITE_OK { throw BenchmarkError(description: "SQLite: \(String(cString: sqlite3_errstr(code)))") }
+    }
+}
+
+/// A JSON-lines file written with Foundation's `JSONEncoder` (and `fsync` per batch when
+/// durable): what a quick hand-written trace would do.
+struct JSONLinesSubject: AppendSubject {
+    let name = "jsonl"
+    let path: String
+    let fast: Bool
+    private let descriptor: Int32
+    private let encoder = JSONEncoder()
+    private var batch: [TraceLine] = []
+
+    init(path: String, fast: Bool) {
+        self.path = path
+        self.fast = fast
+        descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+    }
+
+    mutating func prepare(_ events: [Event], firstSeq: UInt64) {
+        batch = events.enumerated().map { TraceLine($1, seq: firstSeq + UInt64($0)) }
+    }
+
+    mutating func commit() throws {
+        var data = Data()
+        for line in batch {
+            data.append(try encoder.encode(line))
+            data.append(0x0A)
+        }
+        _ = data.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        if !fast { fsync(descriptor) }
+    }
+
+    var bytesOnDisk: Int { fileSize(path) }
+
+    func close() { Glibc.close(descriptor) }
+
+    /// Decodes every line with `JSONDecoder` and folds the writes into a dictionary.
+    static func replay(_ path: String) throws -> (events: Int, properties: Int) {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let decoder = JSONDecoder()
+        var state: [String: String] = [:]
+        var events = 0
+        for line in data.split(separator: 0x0A) {
+            let record = try decoder.decode(TraceLine.self, from: line)
+            for change in record.writes { state[change.path] = change.new }
+            events += 1
+        }
+        return (events, state.count)
+    }
+}

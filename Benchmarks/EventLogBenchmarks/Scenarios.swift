@@ -1,0 +1,212 @@
+import EventLog
+import Foundation
+
+/// The sizes of a run: `--quick` for CI smoke runs (under a minute), full for the README.
+struct Sizes {
+    var singleCommits: Int
+    var batchEvents: [Int: Int]  // batch size → events in the scenario
+    var logEvents: Int
+    var snapshotProbes: Int
+    var bisects: Int
+
+    static let quick = Sizes(singleCommits: 100, batchEvents: [1: 500, 100: 5_000, 10_000: 50_000], logEvents: 100_000, snapshotProbes: 2_000, bisects: 20)
+    static let full = Sizes(singleCommits: 500, batchEvents: [1: 5_000, 100: 50_000, 10_000: 500_000], logEvents: 1_000_000, snapshotProbes: 20_000, bisects: 100)
+}
+
+enum Scenarios {
+    static func subjects(in scratch: Scratch, fast: Bool) throws -> [any AppendSubject] {
+        [
+            try EngineSubject(path: scratch.file("eventlog.lmdb"), fast: fast),
+            try RawLMDBSubject(path: scratch.file("raw.lmdb"), fast: fast),
+            try SQLiteSubject(path: scratch.file("sqlite.db"), fast: fast),
+            JSONLinesSubject(path: scratch.file("trace.jsonl"), fast: fast),
+        ]
+    }
+
+    /// Appends `events` in batches of `batch` to every subject, timing each commit.
+    static func append(name: String, summary: String, events: Int, batch: Int, fast: Bool) throws -> ScenarioReport {
+        let scratch = Scratch()
+        var measurements: [Measurement] = []
+        for var subject in try subjects(in: scratch, fast: fast) {
+            var workload = Workload()
+            var latencies: [Double] = []
+            var seconds = 0.0
+            var seq: UInt64 = 1
+            while Int(seq) <= events {
+                let count = min(batch, events - Int(seq) + 1)
+                subject.prepare(workload.next(count), firstSeq: seq)
+                let elapsed = try time { try subject.commit() }
+                seconds += elapsed
+                latencies.append(elapsed * 1e6)
+                seq += UInt64(count)
+            }
+            measurements.append(Measurement(subject: subject.name, operations: events, seconds: seconds, latencies: latencies,
+                                            bytesPerEvent: Double(subject.bytesOnDisk) / Double(events)))
+        }
+        return ScenarioReport(name: name, summary: summary, measurements: measurements,
+                              note: "ops/s are events per second; latencies are per commit of \(batch) event\(batch == 1 ? "" : "s")")
+    }
+
+    /// The large log the read scenarios share, and its peers.
+    struct BigLog {
+        let scratch = Scratch()
+        let store: EventStore
+        let raw: RawLMDBSubject?
+        let sqlite: SQLiteSubject?
+        let jsonlPath: String?
+        let events: Int
+        let payloadBytes: Int
+        /// The phase property grows by one every `phaseEvery` events, so `phase >= k` is monotone.
+        static let phaseEvery = 1_000
+
+        /// Builds the log, and the same log for each peer when `withPeers`.
+        init(events: Int, withPeers: Bool) throws {
+            self.events = events
+            var engine = try EngineSubject(path: scratch.file("eventlog.lmdb"), fast: true)
+            var raw = withPeers ? try RawLMDBSubject(path: scratch.file("raw.lmdb"), fast: true) : nil
+            var sqlite = withPeers ? try SQLiteSubject(path: scratch.file("sqlite.db"), fast: true) : nil
+            var jsonl = withPeers ? JSONLinesSubject(path: scratch.file("trace.jsonl"), fast: true) : nil
+            var workload = Workload()
+            var payloadBytes = 0
+            var seq: UInt64 = 1
+            while Int(seq) <= events {
+                let count = min(10_000, events - Int(seq) + 1)
+                var batch = workload.next(count)
+                for offset in batch.indices {
+                    let n = Int(seq) + offset
+                    if n % Self.phaseEvery == 0 {
+                        let phase = Int64(n / Self.phaseEvery)
+                        batch[offset].writes.append(Write("phase", old: phase == 1 ? nil : .int(phase - 1), new: .int(phase)))
+                    }
+                    payloadBytes += EventRecord.storedBytes(of: batch[offset], seq: UInt64(n), time: Workload.time(UInt64(n))).count
+                }
+                engine.prepare(batch, firstSeq: seq); try engine.commit()
+                raw?.prepare(batch, firstSeq: seq)
+                try raw?.commit()
+                sqlite?.prepare(batch, firstSeq: seq)
+                try sqlite?.commit()
+                jsonl?.prepare(batch, firstSeq: seq)
+                try jsonl?.commit()
+                seq += UInt64(count)
+            }
+            jsonl?.close()
+            store = engine.store
+            self.raw = raw
+            self.sqlite = sqlite
+            jsonlPath = jsonl?.path
+            self.payloadBytes = payloadBytes
+        }
+
+        func close() {
+            raw?.close()
+            sqlite?.close()
+        }
+
+        /// The peers, which scenarios comparing against them require.
+        func peers() throws -> (raw: RawLMDBSubject, sqlite: SQLiteSubject, jsonl: String) {
+            guard let raw, let sqlite, let jsonlPath else { throw BenchmarkError(description: "the log was built without peers") }
+            return (raw, sqlite, jsonlPath)
+        }
+    }
+
+    static func replay(_ log: BigLog) throws -> ScenarioReport {
+        let peers = try log.peers()
+        let before = residentMemory().current
+        var folded = StateValue.null
+        let engineSeconds = try time {
+            var count = 0
+            try log.store.fold { _, state in
+                count += 1
+                if count == log.events { folded = state }
+                return true
+            }
+        }
+        let grown = max(0, residentMemory().current - before)
+        var jsonResult = (events: 0, properties: 0)
+        let jsonSeconds = try time { jsonResult = try JSONLinesSubject.replay(peers.jsonl) }
+        var rawCount = 0
+        let rawSeconds = try time { rawCount = try peers.raw.scan() }
+        var sqliteCount = 0
+        let sqliteSeconds = try time { sqliteCount = try peers.sqlite.scan() }
+        blackHole((folded, jsonResult, rawCount, sqliteCount))
+        return ScenarioReport(
+            name: "replay", summary: "decode every event and fold its writes into the state",
+            measurements: [
+                Measurement(subject: "eventlog", operations: log.events, seconds: engineSeconds, extra: [("RSS growth MiB", Double(grown) / 1_048_576)]),
+                Measurement(subject: "jsonl", operations: jsonResult.events, seconds: jsonSeconds),
+                Measurement(subject: "raw-lmdb", operations: rawCount, seconds: rawSeconds),
+                Measurement(subject: "sqlite", operations: sqliteCount, seconds: sqliteSeconds),
+            ],
+            note: "eventlog and jsonl decode and fold; raw-lmdb and sqlite only read the record bytes (no decoding)")
+    }
+
+    static func snapshots(_ log: BigLog, probes: Int) throws -> ScenarioReport {
+        var rng = SplitMix64(seed: 17)
+        var latencies: [Double] = []
+        let seconds = try time {
+            for _ in 0..<probes {
+                let seq = UInt64.random(in: 1...UInt64(log.events), using: &rng)
+                let start = now()
+                blackHole(try log.store.snapshot(after: seq))
+                latencies.append(Double(now() - start) / 1e3)
+            }
+        }
+        return ScenarioReport(
+            name: "snapshot.random", summary: "the state after a random event: nearest keyframe plus write sets",
+            measurements: [Measurement(subject: "eventlog", operations: probes, seconds: seconds, latencies: latencies)],
+            note: "\(try log.store.keyframeCount()) keyframes (ratio \(log.store.keyframePolicy.ratio)); \(log.events) events in the log")
+    }
+
+    static func bisect(_ log: BigLog, runs: Int) throws -> ScenarioReport {
+        var rng = SplitMix64(seed: 23)
+        var latencies: [Double] = []
+        var probes = 0
+        let phases = log.events / BigLog.phaseEvery
+        let seconds = try time {
+            for _ in 0..<runs {
+                let k = Int.random(in: 1...phases, using: &rng)
+                let predicate = try Predicate(parsing: "phase >= \(k)")
+                let start = now()
+                let result = try log.store.firstEvent(where: predicate)
+                latencies.append(Double(now() - start) / 1e3)
+                guard result.firstBad == UInt64(k * BigLog.phaseEvery) else {
+                    throw BenchmarkError(description: "bisect found \(String(describing: result.firstBad)), expected \(k * BigLog.phaseEvery)")
+                }
+                probes += result.probes
+            }
+        }
+        return ScenarioReport(
+            name: "bisect.where", summary: "first event where a monotone predicate holds, by binary search over snapshots",
+            measurements: [Measurement(subject: "eventlog", operations: runs, seconds: seconds, latencies: latencies,
+                                       extra: [("probes/bisect", Double(probes) / Double(runs))])],
+            note: "ops/s are whole bisects per second over \(log.events) events; each answer is checked")
+    }
+
+    static func verify(_ log: BigLog) throws -> ScenarioReport {
+        var report: VerificationReport?
+        let seconds = try time { report = try log.store.verify() }
+        guard let report else { throw BenchmarkError(description: "verify did not run") }
+        guard report.isOK else { throw BenchmarkError(description: "verify failed: \(report.problem!)") }
+        return ScenarioReport(
+            name: "verify", summary: "checksums, dense sequence, every keyframe against the fold of write sets",
+            measurements: [Measurement(subject: "eventlog", operations: Int(report.eventsChecked), seconds: seconds)])
+    }
+
+    static func storage(_ log: BigLog) throws -> ScenarioReport {
+        let peers = try log.peers()
+        let payload = Double(log.payloadBytes) / Double(log.events)
+        func bytes(_ name: String, _ size: Int) -> Measurement {
+            Measurement(subject: name, operations: log.events, seconds: 1, bytesPerEvent: Double(size) / Double(log.events),
+                        extra: [("× payload", Double(size) / Double(log.events) / payload)])
+        }
+        return ScenarioReport(
+            name: "storage", summary: "bytes on disk per event, keyframes included",
+            measurements: [
+                bytes("eventlog", fileSize(log.store.environment.path)),
+                bytes("raw-lmdb", peers.raw.bytesOnDisk),
+                bytes("sqlite", peers.sqlite.bytesOnDisk),
+                bytes("jsonl", fileSize(peers.jsonl)),
+            ],
+            note: String(format: "payload (the encoded record) averages %.0f bytes; ops/s does not apply here", payload))
+    }
+}

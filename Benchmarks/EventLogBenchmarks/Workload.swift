@@ -1,0 +1,73 @@
+import EventLog
+import Foundation
+
+/// The events every subject stores: messenger-like steps, each with a cause, a small payload
+/// and one or two writes whose old values follow from the events before. Deterministic.
+struct Workload {
+    static let types = ["dismissAttachmentExpansion", "clearInThreadSearch", "clearListFilter", "popToRoot", "dismissSheet",
+                        "scrollToAvatarRow", "expandAvatar", "selectBotTab", "setInThreadSearch", "expandAttachment"]
+    static let sources = ["botmessages://avatar/aria-7/expanded", "botmessages://bots?filter=unread",
+                          "botmessages://conversation/dex-builds/search?q=failed"]
+    static let properties = 16
+    static let startTime: Int64 = 1_764_468_000_000_000
+
+    private var values = [Int](repeating: -1, count: properties)
+    private(set) var produced: UInt64 = 0
+
+    /// The next event (the `produced`-th from 1).
+    mutating func next() -> Event {
+        produced += 1
+        let n = Int(produced)
+        var writes: [Write] = []
+        for k in [n % Self.properties, (n * 7 + 3) % Self.properties].prefix(n % 3 == 0 ? 2 : 1) where !writes.contains(where: { $0.path.description == "messenger.p\(k)" }) {
+            let old: StateValue? = values[k] < 0 ? nil : .string("value-\(values[k])")
+            values[k] = n
+            writes.append(Write(StatePath([.key("messenger"), .key("p\(k)")]), old: old, new: .string("value-\(n)")))
+        }
+        return Event(
+            stream: "messenger", type: Self.types[n % Self.types.count], origin: [.tap, .url, .test, .capture][n % 4],
+            cause: Cause(id: "plan-\(n / 8 * 8)", step: n % 8, source: Self.sources[n / 8 % Self.sources.count]),
+            outcome: .applied, payload: ["id": .string("aria-\(n % 10)")], writes: writes)
+    }
+
+    /// The next `count` events.
+    mutating func next(_ count: Int) -> [Event] { (0..<count).map { _ in next() } }
+
+    static func time(_ seq: UInt64) -> Timestamp { Timestamp(microsecondsSince1970: startTime + Int64(seq) * 1_000) }
+}
+
+/// The JSON-lines peer's record: what a quick hand-written trace would encode with
+/// Foundation's `JSONEncoder`.
+struct TraceLine: Codable {
+    struct Change: Codable {
+        var path: String
+        var old: String?
+        var new: String?
+    }
+
+    var seq: UInt64
+    var time: Int64
+    var stream: String
+    var type: String
+    var origin: String
+    var cause: String
+    var step: Int
+    var source: String
+    var outcome: String
+    var payload: [String: String]
+    var writes: [Change]
+
+    init(_ event: Event, seq: UInt64) {
+        self.seq = seq
+        time = Workload.time(seq).microsecondsSince1970
+        stream = event.stream
+        type = event.type
+        origin = event.origin.rawValue
+        cause = event.cause?.id ?? ""
+        step = event.cause?.step ?? 0
+        source = event.cause?.source ?? ""
+        outcome = event.outcome.name
+        payload = event.payload.objectValue.map { Dictionary(uniqueKeysWithValues: zip($0.keys, $0.values.map { $0.stringValue ?? "" })) } ?? [:]
+        writes = event.writes.map { Change(path: $0.path.description, old: $0.old?.stringValue, new: $0.new?.stringValue) }
+    }
+}
