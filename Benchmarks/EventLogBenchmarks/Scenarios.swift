@@ -14,13 +14,17 @@ struct Sizes {
 }
 
 enum Scenarios {
+    /// The subjects to run; `--subject NAME` keeps only one (for profiling).
+    nonisolated(unsafe) static var onlySubject: String?
+
     static func subjects(in scratch: Scratch, fast: Bool) throws -> [any AppendSubject] {
-        [
+        let all: [any AppendSubject] = [
             try EngineSubject(path: scratch.file("eventlog.lmdb"), fast: fast),
             try RawLMDBSubject(path: scratch.file("raw.lmdb"), fast: fast),
             try SQLiteSubject(path: scratch.file("sqlite.db"), fast: fast),
             JSONLinesSubject(path: scratch.file("trace.jsonl"), fast: fast),
         ]
+        return all.filter { subject in onlySubject.map { $0 == subject.name } ?? true }
     }
 
     /// Appends `events` in batches of `batch` to every subject, timing each commit.

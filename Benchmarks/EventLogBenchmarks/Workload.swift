@@ -9,6 +9,7 @@ struct Workload {
     static let sources = ["botmessages://avatar/aria-7/expanded", "botmessages://bots?filter=unread",
                           "botmessages://conversation/dex-builds/search?q=failed"]
     static let properties = 16
+    static let paths = (0..<properties).map { StatePath([.key("messenger"), .key("p\($0)")]) }
     static let startTime: Int64 = 1_764_468_000_000_000
 
     private var values = [Int](repeating: -1, count: properties)
@@ -19,10 +20,12 @@ struct Workload {
         produced += 1
         let n = Int(produced)
         var writes: [Write] = []
-        for k in [n % Self.properties, (n * 7 + 3) % Self.properties].prefix(n % 3 == 0 ? 2 : 1) where !writes.contains(where: { $0.path.description == "messenger.p\(k)" }) {
+        var written: [Int] = []
+        for k in [n % Self.properties, (n * 7 + 3) % Self.properties].prefix(n % 3 == 0 ? 2 : 1) where !written.contains(k) {
+            written.append(k)
             let old: StateValue? = values[k] < 0 ? nil : .string("value-\(values[k])")
             values[k] = n
-            writes.append(Write(StatePath([.key("messenger"), .key("p\(k)")]), old: old, new: .string("value-\(n)")))
+            writes.append(Write(Self.paths[k], old: old, new: .string("value-\(n)")))
         }
         return Event(
             stream: "messenger", type: Self.types[n % Self.types.count], origin: [.tap, .url, .test, .capture][n % 4],

@@ -3,7 +3,7 @@ import Foundation
 
 /// `eventlog-bench [--quick] [--json FILE] [--only NAME]`: runs the scenarios, prints a table,
 /// and optionally writes the results as JSON. Build with `-c release`.
-let usage = "usage: eventlog-bench [--quick] [--json FILE] [--only NAME]"
+let usage = "usage: eventlog-bench [--quick] [--json FILE] [--only NAME] [--subject NAME]"
 var quick = false
 var jsonPath: String?
 var only: String?
@@ -13,16 +13,18 @@ while let argument = arguments.popFirst() {
     case "--quick": quick = true
     case "--json": jsonPath = arguments.popFirst()
     case "--only": only = arguments.popFirst()
+    case "--subject": Scenarios.onlySubject = arguments.popFirst()
     case "-h", "--help":
         print("""
             OVERVIEW: Measure the engine against raw LMDB, SQLite and JSON lines in one run.
 
-            USAGE: eventlog-bench [--quick] [--json FILE] [--only NAME]
+            USAGE: eventlog-bench [--quick] [--json FILE] [--only NAME] [--subject NAME]
 
             OPTIONS:
               --quick      Small sizes, under a minute (CI smoke runs).
               --json FILE  Also write the results as JSON to FILE.
               --only NAME  Run only the scenarios whose name contains NAME.
+              --subject S  In append scenarios, run only subject S (eventlog, raw-lmdb, sqlite, jsonl).
             """)
         exit(0)
     default:

@@ -62,8 +62,8 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
         self.model = model
         let initial: [(StatePath, StateValue)] = [
             (StatePath([.key(model.stream)]), .object(model.initialState)),
-            ("navigation", ["path": [], "sheet": nil]),
-            ("plan", ["id": nil, "source": nil]),
+            ("navigation", ["path": [], "sheet": .null]),
+            ("plan", ["id": .null, "source": .null]),
         ]
         try store.transact { batch in
             let writes = initial.filter { batch.state[$0.0] == nil }.map { Write($0.0, old: nil, new: $0.1) }

@@ -32,7 +32,7 @@ extension EffectModel {
                 let old = scratch[assignment.path]
                 guard old != assignment.value else { continue }
                 writes.append(Write(assignment.path, old: old, new: assignment.value))
-                try? scratch.set(assignment.value, at: assignment.path)
+                _ = try? scratch.set(assignment.value, at: assignment.path)
             }
             guard writes.isEmpty else { return .writes(writes) }
             let unchanged = assignments.map { "\($0.path) is already \($0.value?.json() ?? "absent")" }

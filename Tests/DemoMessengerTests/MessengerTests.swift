@@ -86,7 +86,7 @@ final class MessengerHarness {
         let state = try harness.store.currentState
         #expect(state["messenger"]?.objectValue?.keys == MessengerModel.properties)
         #expect(state["messenger.selectedTab"] == "chats")
-        #expect(state["navigation"] == ["path": [], "sheet": nil])
+        #expect(state["navigation"] == ["path": [], "sheet": .null])
     }
 
     @Test func theAvatarURLRecordsItsSevenStepsAndExpandsTheAvatar() throws {

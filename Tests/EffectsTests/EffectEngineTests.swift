@@ -86,7 +86,7 @@ final class Harness {
         let harness = try Harness()
         #expect(try harness.store.lastSeq() == 1)
         #expect(try harness.store.currentState == [
-            "app": ["label": nil, "scrolledTo": nil], "navigation": ["path": [], "sheet": nil], "plan": ["id": nil, "source": nil],
+            "app": ["label": .null, "scrolledTo": .null], "navigation": ["path": [], "sheet": .null], "plan": ["id": .null, "source": .null],
         ])
         _ = try EffectEngine(store: harness.store, model: TestModel())
         #expect(try harness.store.lastSeq() == 1)

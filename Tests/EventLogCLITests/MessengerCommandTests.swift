@@ -24,7 +24,7 @@ import Testing
         #expect(json["events"]?.arrayValue?.count == 4)
         #expect(json["events[3].writes"] == [
             ["new": "bots", "old": "chats", "path": "messenger.selectedTab"],
-            ["new": "unread", "old": nil, "path": "messenger.listFilter"],
+            ["new": "unread", "old": .null, "path": "messenger.listFilter"],
         ])
         #expect(json["events[3].origin"] == "test")
     }

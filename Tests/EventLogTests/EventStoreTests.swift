@@ -86,6 +86,26 @@ import Testing
         #expect(try store.lastSeq() == 1)
     }
 
+    @Test func aRefusedEventInsideABatchLeavesTheBatchStateAsItWas() throws {
+        let dir = TemporaryDirectory()
+        let store = try EventStore(path: dir.path, options: .testing())
+        try store.transact { batch in
+            try batch.append(Event(stream: "s", type: "t", writes: [Write("a", old: nil, new: 1)]))
+            // The first write applies, the second is stale: both must be undone.
+            #expect(throws: EventStoreError.self) {
+                try batch.append(Event(stream: "s", type: "t", writes: [Write("b", old: nil, new: 2), Write("a", old: 9, new: 3)]))
+            }
+            #expect(throws: EventStoreError.self) {
+                try batch.append(Event(stream: "s", type: "t", writes: [Write("c", old: nil, new: 2), Write("a.x[0]", old: nil, new: 3)]))
+            }
+            #expect(batch.state == ["a": 1])
+            try batch.append(Event(stream: "s", type: "t", writes: [Write("a", old: 1, new: 4)]))
+        }
+        #expect(try store.currentState == ["a": 4])
+        #expect(try store.lastSeq() == 2)
+        #expect(try store.verify().isOK)
+    }
+
     @Test func aMillionEventsGrowAMapThatStartedAtOneMebibyte() throws {
         let dir = TemporaryDirectory()
         let store = try EventStore(path: dir.path, options: .testing(mapSize: 1 << 20))

@@ -4,7 +4,7 @@ import Testing
 
 @Suite struct PredicateTests {
     static let state: StateValue = [
-        "messenger": ["selectedTab": "bots", "listFilter": nil, "inThreadSearch": "build failed"],
+        "messenger": ["selectedTab": "bots", "listFilter": .null, "inThreadSearch": "build failed"],
         "count": 7, "ratio": 0.5, "flag": true, "tags": ["a", "b"], "objects": ["Post": ["p.1": ["title": "x"]]],
     ]
 

@@ -5,7 +5,7 @@ import Testing
     static let events: [Event] = [
         Event(stream: "messenger", type: "selectBotTab", origin: .url,
               cause: Cause(id: "plan-7", step: 3, source: "botmessages://bots?filter=bots"),
-              outcome: .applied, payload: ["filter": "bots", "n": 3, "d": 0.25, "list": [true, nil]],
+              outcome: .applied, payload: ["filter": "bots", "n": 3, "d": 0.25, "list": [true, .null]],
               writes: [Write("messenger.selectedTab", old: "all", new: "bots"),
                        Write("messenger.listFilter", old: nil, new: "bots"),
                        Write("navigation.path[0]", old: "thread", new: nil),

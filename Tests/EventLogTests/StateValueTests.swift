@@ -33,6 +33,22 @@ import Testing
         #expect(state["messenger"] == .emptyObject)
     }
 
+    @Test func setReturnsThePreviousValue() throws {
+        var state: StateValue = ["a": ["b": 1], "list": [1, 2]]
+        #expect(try state.set(2, at: "a.b") == 1)
+        #expect(try state.set(nil, at: "a.b") == 2)
+        #expect(try state.set(5, at: "a.c") == nil)
+        #expect(try state.set(9, at: "list[1]") == 2)
+        #expect(try state.set(3, at: "list[2]") == nil)
+        #expect(state == ["a": ["c": 5], "list": [1, 9, 3]])
+    }
+
+    @Test func aFailedSetChangesNothing() {
+        var state: StateValue = ["a": 1]
+        #expect(throws: StateError.self) { try state.set(2, at: "new.list[0]") }
+        #expect(state == ["a": 1])
+    }
+
     @Test func setThroughAScalarIsAnError() throws {
         var state: StateValue = ["a": 1]
         #expect(throws: StateError.self) { try state.set(2, at: "a.b") }
@@ -80,7 +96,7 @@ import Testing
 
 @Suite struct JSONTests {
     @Test func roundTripsEveryKind() throws {
-        let value: StateValue = ["n": nil, "t": true, "f": false, "i": -42, "d": 1.5, "e": 1e-7, "whole": 2.0,
+        let value: StateValue = ["n": .null, "t": true, "f": false, "i": -42, "d": 1.5, "e": 1e-7, "whole": 2.0,
                                  "s": "quote \" backslash \\ newline \n tab \t bell \u{7} é 😀", "a": [1, "x", []], "o": [:]]
         #expect(try StateValue(json: value.json()) == value)
         #expect(try StateValue(json: value.json(pretty: true)) == value)

@@ -1,25 +1,58 @@
 /// Appends the compact binary encoding used by stored records: LEB128 varints, zigzag
 /// signed integers, length-prefixed UTF-8 strings and little-endian fixed-width numbers.
 ///
-/// Reuse one writer (`removeAll(keepingCapacity:)`) to encode many records without allocating.
-struct BinaryWriter {
-    private(set) var bytes: [UInt8] = []
+/// It owns one growable buffer: reuse a writer (`reset()`) to encode many records without
+/// allocating. It cannot be copied, so its bytes have exactly one owner.
+struct BinaryWriter: ~Copyable {
+    private var base: UnsafeMutableRawPointer
+    private var capacity: Int
+    private(set) var count = 0
 
-    init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+    init(capacity: Int = 256) {
+        self.capacity = max(capacity, 16)
+        base = .allocate(byteCount: self.capacity, alignment: 8)
+    }
 
-    var count: Int { bytes.count }
+    deinit { base.deallocate() }
 
-    mutating func reset() { bytes.removeAll(keepingCapacity: true) }
+    /// The bytes written so far, copied.
+    var bytes: [UInt8] { Array(UnsafeRawBufferPointer(start: base, count: count)) }
 
-    mutating func byte(_ value: UInt8) { bytes.append(value) }
+    /// Lends the bytes written so far, without copying.
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
+    mutating func reset() { count = 0 }
+
+    @inline(__always)
+    private mutating func reserve(_ extra: Int) {
+        guard count + extra > capacity else { return }
+        var newCapacity = capacity * 2
+        while newCapacity < count + extra { newCapacity *= 2 }
+        let grown = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 8)
+        grown.copyMemory(from: base, byteCount: count)
+        base.deallocate()
+        base = grown
+        capacity = newCapacity
+    }
+
+    mutating func byte(_ value: UInt8) {
+        reserve(1)
+        base.storeBytes(of: value, toByteOffset: count, as: UInt8.self)
+        count += 1
+    }
 
     mutating func varint(_ value: UInt64) {
+        reserve(10)
         var value = value
         while value >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
+            base.storeBytes(of: UInt8(truncatingIfNeeded: value) | 0x80, toByteOffset: count, as: UInt8.self)
+            count += 1
             value >>= 7
         }
-        bytes.append(UInt8(value))
+        base.storeBytes(of: UInt8(value), toByteOffset: count, as: UInt8.self)
+        count += 1
     }
 
     mutating func varint(_ value: Int) { varint(UInt64(value)) }
@@ -29,41 +62,48 @@ struct BinaryWriter {
     }
 
     mutating func fixed32(_ value: UInt32) {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+        reserve(4)
+        base.storeBytes(of: value.littleEndian, toByteOffset: count, as: UInt32.self)
+        count += 4
     }
 
     mutating func fixed64(_ value: UInt64) {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+        reserve(8)
+        base.storeBytes(of: value.littleEndian, toByteOffset: count, as: UInt64.self)
+        count += 8
+    }
+
+    mutating func raw(_ bytes: UnsafeRawBufferPointer) {
+        reserve(bytes.count)
+        if let source = bytes.baseAddress { (base + count).copyMemory(from: source, byteCount: bytes.count) }
+        count += bytes.count
     }
 
     mutating func string(_ value: String) {
         var value = value
         value.withUTF8 { utf8 in
             varint(utf8.count)
-            bytes.append(contentsOf: utf8)
+            raw(UnsafeRawBufferPointer(utf8))
         }
     }
 
     /// Reserves a fixed-width slot for a length that is only known later; see `patchLength`.
     mutating func reserveLength() -> Int {
-        let at = bytes.count
+        let at = count
         fixed32(0)
         return at
     }
 
     /// Writes the number of bytes appended since `reserveLength()` returned `at` into its slot.
     mutating func patchLength(at: Int) {
-        let length = UInt32(bytes.count - at - 4).littleEndian
-        withUnsafeBytes(of: length) { raw in
-            for i in 0..<4 { bytes[at + i] = raw[i] }
-        }
+        base.storeBytes(of: UInt32(count - at - 4).littleEndian, toByteOffset: at, as: UInt32.self)
     }
 
     /// Appends the CRC-32C of everything written so far, preceded (in the checksum only)
     /// by `prefix`, and returns it.
     @discardableResult
     mutating func appendChecksum(prefix: UnsafeRawBufferPointer) -> UInt32 {
-        let crc = bytes.withUnsafeBytes { CRC32C.checksum($0, continuing: CRC32C.checksum(prefix)) }
+        let crc = CRC32C.checksum(UnsafeRawBufferPointer(start: base, count: count), continuing: CRC32C.checksum(prefix))
         fixed32(crc)
         return crc
     }

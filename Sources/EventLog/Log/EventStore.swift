@@ -302,28 +302,39 @@ public struct AppendBatch: ~Copyable {
     /// returns it as stored. `time` defaults to the store's clock.
     @discardableResult
     public mutating func append(_ event: Event, time: Timestamp? = nil) throws -> EventRecord {
-        for write in event.writes {
-            let actual = tip.state[write.path]
+        // Apply each write, checking the value it replaces; on a mismatch undo this event's
+        // writes, so that a caller who catches the error keeps a consistent batch.
+        for (index, write) in event.writes.enumerated() {
+            let actual: StateValue?
+            do throws(StateError) { actual = try tip.state.set(write.new, at: write.path) } catch {
+                undo(event.writes[..<index])
+                throw EventStoreError.invalidWrite(error)
+            }
             guard actual == write.old else {
+                _ = try? tip.state.set(actual, at: write.path)
+                undo(event.writes[..<index])
                 throw EventStoreError.staleWrite(path: write.path, expected: write.old, actual: actual)
             }
-            do throws(StateError) { try tip.state.apply(write) } catch { throw EventStoreError.invalidWrite(error) }
         }
         let seq = tip.seq + 1
         let txn = Transaction(handle: transaction)
         let time = time ?? store.clock.now()
         let checksum = RecordCodec.encode(event, seq: seq, time: time, into: &writer)
         try RecordCodec.withKey(seq) { key in
-            try writer.bytes.withUnsafeBytes { try txn.put(store.events, key: key, value: $0, append: true) }
+            try writer.withUnsafeBytes { try txn.put(store.events, key: key, value: $0, append: true) }
         }
         tip.seq = seq
         if tip.progress.record(writer.count, writes: event.writes, policy: store.keyframePolicy) {
             RecordCodec.encodeKeyframe(tip.state, seq: seq, into: &writer)
             try RecordCodec.withKey(seq) { key in
-                try writer.bytes.withUnsafeBytes { try txn.put(store.keyframes, key: key, value: $0, append: true) }
+                try writer.withUnsafeBytes { try txn.put(store.keyframes, key: key, value: $0, append: true) }
             }
             tip.progress.keyframeWritten(writer.count)
         }
         return EventRecord(seq: seq, time: time, event: event, checksum: checksum)
+    }
+
+    private mutating func undo(_ writes: ArraySlice<Write>) {
+        for write in writes.reversed() { _ = try? tip.state.set(write.old, at: write.path) }
     }
 }

@@ -8,7 +8,7 @@ public struct StateObject: Sendable, Hashable, Sequence {
     public private(set) var values: [StateValue] = []
     private var index: [String: Int] = [:]
 
-    static let indexThreshold = 12
+    static let indexThreshold = 32
 
     public init() {}
 
@@ -34,19 +34,29 @@ public struct StateObject: Sendable, Hashable, Sequence {
     }
 
     /// Mutates the value under `key` in place (no copy of the child), inserting `default` first
-    /// when the key is absent.
+    /// when the key is absent; an inserted value is removed again if `body` throws.
     mutating func withValue<R, E: Error>(forKey key: String, default: StateValue?,
                                          _ body: (inout StateValue) throws(E) -> R) throws(E) -> R? {
-        let position: Int
-        if let existing = self.position(of: key) {
-            position = existing
-        } else if let initial = `default` {
-            append(key, initial)
-            position = keys.count - 1
-        } else {
-            return nil
+        if let position = self.position(of: key) { return try body(&values[position]) }
+        guard let initial = `default` else { return nil }
+        append(key, initial)
+        do {
+            return try body(&values[keys.count - 1])
+        } catch {
+            remove(at: keys.count - 1)
+            throw error
         }
-        return try body(&values[position])
+    }
+
+    /// Puts `value` under `key` (`nil` removes it) and returns what was there.
+    mutating func replaceValue(_ value: StateValue?, forKey key: String) -> StateValue? {
+        if let position = position(of: key) {
+            let previous = values[position]
+            if let value { values[position] = value } else { remove(at: position) }
+            return previous
+        }
+        if let value { append(key, value) }
+        return nil
     }
 
     private mutating func append(_ key: String, _ value: StateValue) {

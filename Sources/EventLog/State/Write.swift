@@ -29,73 +29,75 @@ extension StateValue {
     public subscript(path: StatePath) -> StateValue? {
         var current = self
         for component in path.components {
-            switch (component, current) {
-            case (.key(let key), .object(let object)):
-                guard let child = object[key] else { return nil }
+            switch component {
+            case .key(let key):
+                guard case .object(let object) = current, let child = object[key] else { return nil }
                 current = child
-            case (.index(let index), .array(let array)):
-                guard array.indices.contains(index) else { return nil }
+            case .index(let index):
+                guard case .array(let array) = current, array.indices.contains(index) else { return nil }
                 current = array[index]
-            default:
-                return nil
             }
         }
         return current
     }
 
-    /// Puts `value` at `path` (`nil` removes it), creating missing objects on the way.
-    /// Throws when the path crosses a value that is not an object or array.
-    public mutating func set(_ value: StateValue?, at path: StatePath) throws(StateError) {
+    /// Puts `value` at `path` (`nil` removes it), creating missing objects on the way, and
+    /// returns what was there. Throws, changing nothing, when the path crosses a value that is
+    /// not an object or array.
+    @discardableResult
+    public mutating func set(_ value: StateValue?, at path: StatePath) throws(StateError) -> StateValue? {
         try set(value, at: path, from: 0)
     }
 
     /// Applies one write. Its old value is not checked; see `EventStore` for that guarantee.
     public mutating func apply(_ write: Write) throws(StateError) {
-        try set(write.new, at: write.path, from: 0)
+        _ = try set(write.new, at: write.path, from: 0)
     }
 
     /// Applies writes in order.
     public mutating func apply(_ writes: [Write]) throws(StateError) {
-        for write in writes { try set(write.new, at: write.path, from: 0) }
+        for write in writes { _ = try set(write.new, at: write.path, from: 0) }
     }
 
-    private mutating func set(_ value: StateValue?, at path: StatePath, from depth: Int) throws(StateError) {
+    private mutating func set(_ value: StateValue?, at path: StatePath, from depth: Int) throws(StateError) -> StateValue? {
         guard depth < path.components.count else {
             guard let value else { throw StateError(path: path, reason: "cannot remove the root") }
-            self = value
-            return
+            defer { self = value }
+            return self
         }
         let isLast = depth == path.components.count - 1
-        switch (path.components[depth], self) {
-        case (.key(let key), .object(var object)):
-            self = .null // release our reference so the child mutates in place
-            defer { self = .object(object) }
-            if isLast {
-                object[key] = value
-            } else {
-                try object.withValue(forKey: key, default: value == nil ? nil : .emptyObject) { (child) throws(StateError) in
-                    try child.set(value, at: path, from: depth + 1)
-                }
+        // Bind the child container with `guard case` (not a tuple switch, which would hold a
+        // second reference) and clear `self`, so that the container is uniquely referenced
+        // and mutates in place instead of being copied.
+        switch path.components[depth] {
+        case .key(let key):
+            guard case .object(var object) = self else {
+                throw StateError(path: path, reason: "cannot write key \"\(key)\" into a \(kindName)")
             }
-        case (.index(let index), .array(var array)):
+            self = .null
+            defer { self = .object(object) }
+            if isLast { return object.replaceValue(value, forKey: key) }
+            let previous = try object.withValue(forKey: key, default: value == nil ? StateValue?.none : .emptyObject) { (child) throws(StateError) in
+                try child.set(value, at: path, from: depth + 1)
+            }
+            return previous ?? nil
+        case .index(let index):
+            guard case .array(var array) = self else {
+                throw StateError(path: path, reason: "cannot write index \(index) into a \(kindName)")
+            }
             guard array.indices.contains(index) || (isLast && index == array.count && value != nil) else {
                 throw StateError(path: path, reason: "index \(index) is outside an array of \(array.count)")
             }
             self = .null
             defer { self = .array(array) }
-            if isLast {
-                if let value {
-                    if index == array.count { array.append(value) } else { array[index] = value }
-                } else {
-                    array.remove(at: index)
-                }
+            guard isLast else { return try array[index].set(value, at: path, from: depth + 1) }
+            let previous: StateValue? = index < array.count ? array[index] : nil
+            if let value {
+                if index == array.count { array.append(value) } else { array[index] = value }
             } else {
-                try array[index].set(value, at: path, from: depth + 1)
+                array.remove(at: index)
             }
-        case (.key(let key), _):
-            throw StateError(path: path, reason: "cannot write key \"\(key)\" into a \(kindName)")
-        case (.index(let index), _):
-            throw StateError(path: path, reason: "cannot write index \(index) into a \(kindName)")
+            return previous
         }
     }
 
