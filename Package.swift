@@ -5,6 +5,8 @@ let package = Package(
     name: "EventLog",
     products: [
         .library(name: "EventLog", targets: ["EventLog"]),
+        .library(name: "Effects", targets: ["Effects"]),
+        .library(name: "Objects", targets: ["Objects"]),
         .executable(name: "eventlog", targets: ["eventlog"]),
         .executable(name: "eventlog-bench", targets: ["EventLogBenchmarks"]),
     ],
@@ -19,10 +21,12 @@ let package = Package(
         .target(name: "EventLog", dependencies: ["CLMDB"]),
         // Plans, steps and the one apply step shared by taps, URLs, tests and capture scripts.
         .target(name: "Effects", dependencies: ["EventLog"]),
+        // Typed collections of Codable objects whose every save and delete is an event.
+        .target(name: "Objects", dependencies: ["EventLog"]),
         // The botmessages demo app: its effects, properties, sample data and URL routes.
-        .target(name: "DemoMessenger", dependencies: ["Effects"]),
+        .target(name: "DemoMessenger", dependencies: ["Effects", "Objects"]),
         // The `eventlog` commands: a pure parser and a runner, testable in-process.
-        .target(name: "EventLogCLI", dependencies: ["EventLog", "Effects", "DemoMessenger"]),
+        .target(name: "EventLogCLI", dependencies: ["EventLog", "Effects", "Objects", "DemoMessenger"]),
         .executableTarget(name: "eventlog", dependencies: ["EventLogCLI"]),
 
         // The benchmark harness and its peers (raw LMDB, SQLite, JSON lines); build it in release.
@@ -34,12 +38,13 @@ let package = Package(
         ),
         .executableTarget(
             name: "EventLogBenchmarks",
-            dependencies: ["EventLog", "CLMDB", "CSQLite"],
+            dependencies: ["EventLog", "Objects", "CLMDB", "CSQLite"],
             path: "Benchmarks/EventLogBenchmarks"
         ),
 
         .testTarget(name: "EventLogTests", dependencies: ["EventLog", "CLMDB"]),
         .testTarget(name: "EffectsTests", dependencies: ["Effects", "EventLog"]),
+        .testTarget(name: "ObjectsTests", dependencies: ["Objects", "EventLog"]),
         .testTarget(name: "DemoMessengerTests", dependencies: ["DemoMessenger", "Effects", "EventLog"]),
         .testTarget(name: "EventLogCLITests", dependencies: ["EventLogCLI", "EventLog"]),
     ]

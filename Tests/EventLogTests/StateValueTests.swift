@@ -2,7 +2,7 @@ import Testing
 @testable import EventLog
 
 @Suite struct StatePathTests {
-    @Test(arguments: ["messenger.selectedTab", "navigation.path[0]", "objects.Post[\"a.b\"].title", "a[\"7\"]", "x[\"with \\\"quote\\\"\"]", ""])
+    @Test(arguments: ["messenger.selectedTab", "navigation.path[0]", "objects.Post[\"a.b\"].title", "a.7", "a[\"x y\"]", "x[\"with \\\"quote\\\"\"]", ""])
     func textRoundTrips(_ text: String) throws {
         let path = try StatePath(parsing: text)
         #expect(path.description == text)

@@ -137,6 +137,24 @@ public final class EventStore: @unchecked Sendable {
         return result
     }
 
+    /// Opens a named database of the same environment, for read models kept beside the log
+    /// and updated in the same transactions (`AppendBatch.put`). With `create` (not on a
+    /// read-only store) it is created when missing; otherwise `nil` when missing.
+    public func openDatabase(named name: String, create: Bool) throws -> Database? {
+        guard !["events", "keyframes", "meta"].contains(name) else {
+            preconditionFailure("\(name) is one of the log's own databases")
+        }
+        if create && !environment.isReadOnly {
+            return try environment.write { try $0.openDatabase(named: name, create: true) }
+        }
+        return try environment.read { try $0.openDatabase(named: name) }
+    }
+
+    /// Runs `body` in a read-only snapshot, for read models kept beside the log.
+    public func read<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
+        try environment.read(body)
+    }
+
     // MARK: Reading
 
     /// The state after the newest event (an empty object for an empty log).
@@ -332,6 +350,27 @@ public struct AppendBatch: ~Copyable {
             tip.progress.keyframeWritten(writer.count)
         }
         return EventRecord(seq: seq, time: time, event: event, checksum: checksum)
+    }
+
+    /// Reads a read model kept beside the log, in this transaction (seeing this batch's puts).
+    public func get(_ db: Database, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+        try Transaction(handle: transaction).get(db, key: key)
+    }
+
+    /// Writes a read model kept beside the log; it commits (or not) with the batch's events.
+    public func put(_ db: Database, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
+        try Transaction(handle: transaction).put(db, key: key, value: value)
+    }
+
+    /// Removes an entry of a read model kept beside the log; returns whether it was there.
+    @discardableResult
+    public func delete(_ db: Database, key: UnsafeRawBufferPointer) throws -> Bool {
+        try Transaction(handle: transaction).delete(db, key: key)
+    }
+
+    /// Lends a cursor over a read model kept beside the log, in this transaction.
+    public func withCursor<R>(_ db: Database, _ body: (borrowing Cursor) throws -> R) throws -> R {
+        try Transaction(handle: transaction).withCursor(db, body)
     }
 
     private mutating func undo(_ writes: ArraySlice<Write>) {

@@ -3,7 +3,7 @@
 /// Small objects (the common case) are searched linearly; a hash index is built once an
 /// object grows past `indexThreshold` keys, so a collection of 100,000 objects stays fast.
 /// Equality and hashing ignore key order.
-public struct StateObject: Sendable, Hashable, Sequence {
+public struct StateObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
     public private(set) var keys: [String] = []
     public private(set) var values: [StateValue] = []
     private var index: [String: Int] = [:]
@@ -11,6 +11,10 @@ public struct StateObject: Sendable, Hashable, Sequence {
     static let indexThreshold = 32
 
     public init() {}
+
+    public init(dictionaryLiteral elements: (String, StateValue)...) {
+        for (key, value) in elements { self[key] = value }
+    }
 
     public var count: Int { keys.count }
     public var isEmpty: Bool { keys.isEmpty }

@@ -52,7 +52,7 @@ public struct StatePath: Sendable, Hashable, CustomStringConvertible, Expressibl
     }
 
     static func isBare(_ key: String) -> Bool {
-        !key.isEmpty && !key.unicodeScalars.contains { isDelimiter($0) } && Int(key) == nil
+        !key.isEmpty && !key.unicodeScalars.contains { isDelimiter($0) }
     }
 
     static func isDelimiter(_ c: Unicode.Scalar) -> Bool {

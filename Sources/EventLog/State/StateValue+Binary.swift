@@ -126,3 +126,19 @@ extension BinaryReader {
         return StatePath(components)
     }
 }
+
+extension StateValue {
+    /// The compact binary encoding of the value, as records and keyframes store it.
+    public var encoded: [UInt8] {
+        var writer = BinaryWriter()
+        writer.value(self)
+        return writer.bytes
+    }
+
+    /// Decodes `encoded` bytes; throws on anything malformed or left over.
+    public init(encoded bytes: UnsafeRawBufferPointer) throws(DecodingError) {
+        var reader = BinaryReader(bytes)
+        self = try reader.value()
+        guard reader.isAtEnd else { throw DecodingError("\(reader.remaining) trailing bytes") }
+    }
+}

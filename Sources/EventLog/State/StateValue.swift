@@ -58,6 +58,7 @@ extension StateValue: ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
         for (key, value) in elements { object[key] = value }
         self = .object(object)
     }
+
 }
 
 extension StateValue {

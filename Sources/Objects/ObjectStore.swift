@@ -1,0 +1,260 @@
+import EventLog
+import Foundation
+
+/// Typed collections of objects whose every save and delete is an event of the log.
+///
+/// The state tree holds each object at `objects.<Collection>.<id>`; its fields, plus `id`,
+/// `version`, `createdAt` and `updatedAt` (RFC 3339), which the store manages. A save's write
+/// set holds only the fields that changed. The current objects are also an inline read model,
+/// a named database of the same environment updated in the same write transaction as the
+/// event, so `fetch` is one B-tree lookup whatever the length of the log, and the read model
+/// can never disagree with the log it was written with (`verifyReadModel` checks it).
+public final class ObjectStore: @unchecked Sendable {
+    public let store: EventStore
+    /// The read model; `nil` on a read-only store that never held objects.
+    private let readModel: Database?
+
+    /// The stream of object events.
+    public static let stream = "objects"
+    /// The fields the store manages in every object.
+    public static let managedFields = ["id", "version", "createdAt", "updatedAt"]
+
+    public init(store: EventStore) throws {
+        self.store = store
+        readModel = try store.openDatabase(named: "objects", create: true)
+    }
+
+    // MARK: Objects as state values
+
+    /// Creates (without an `id`, or with an unknown one) or updates an object of `collection`
+    /// and returns it as stored. With `expectedVersion`, the object must be at that version
+    /// (0: must not exist yet), or the save is a conflict and appends nothing.
+    @discardableResult
+    public func save(_ fields: StateObject, in collection: String, expectedVersion: Int64? = nil,
+                     origin: Origin = .system, cause: Cause? = nil) throws -> StateObject {
+        try Self.validate(collection: collection)
+        let readModel = try writableReadModel()
+        return try store.transact { batch in
+            var id = fields["id"]?.stringValue
+            if let given = fields["id"], given != .null, id == nil {
+                throw ObjectStoreError.invalidObject("\"id\" must be a string, not \(given.kindName)")
+            }
+            if id == nil { id = Self.generatedID(batch.lastSeq + 1) }
+            let objectID = id!
+            try Self.validate(id: objectID)
+            let path = Self.path(collection, objectID)
+            let existing = batch.state[path]?.objectValue
+            let version = existing?["version"]?.intValue ?? 0
+            if let expectedVersion, expectedVersion != version {
+                throw ObjectStoreError.conflict(collection: collection, id: objectID, expected: expectedVersion,
+                                                actual: existing == nil ? nil : version)
+            }
+            let now = store.clock.now().description
+            var stored = StateObject()
+            stored["id"] = .string(objectID)
+            for (key, value) in fields where !Self.managedFields.contains(key) { stored[key] = value }
+            stored["version"] = .int(version + 1)
+            stored["createdAt"] = existing?["createdAt"] ?? .string(now)
+            stored["updatedAt"] = .string(now)
+            let writes: [Write]
+            if let existing {
+                writes = StateValue.object(existing).diff(to: .object(stored)).map { write in
+                    Write(StatePath(path.components + write.path.components), old: write.old, new: write.new)
+                }
+            } else {
+                writes = [Write(path, old: nil, new: .object(stored))]
+            }
+            try batch.append(Event(stream: Self.stream, type: existing == nil ? "create" : "update", origin: origin, cause: cause,
+                                   payload: ["collection": .string(collection), "id": .string(objectID), "version": .int(version + 1)],
+                                   writes: writes))
+            try Self.withKey(collection, objectID) { key in
+                try StateValue.object(stored).encoded.withUnsafeBytes { try batch.put(readModel, key: key, value: $0) }
+            }
+            return stored
+        }
+    }
+
+    /// The object of `collection` with `id`, or `nil`: one lookup in the read model.
+    public func fetch(_ collection: String, id: String) throws -> StateObject? {
+        guard let readModel else { return nil }
+        return try store.read { txn in
+            try Self.withKey(collection, id) { key in
+                guard let bytes = try txn.get(readModel, key: key) else { return nil }
+                return try Self.decodeStored(bytes, collection: collection, id: id)
+            }
+        }
+    }
+
+    /// Up to `limit` objects of `collection` in id order, starting after id `after`.
+    public func fetchAll(_ collection: String, after: String? = nil, limit: Int = 100) throws -> (objects: [StateObject], next: String?) {
+        guard let readModel, limit > 0 else { return ([], nil) }
+        return try store.read { txn in
+            try txn.withCursor(readModel) { cursor in
+                var objects: [StateObject] = []
+                var entry = try Self.withKey(collection, after ?? "") { try cursor.seek(atOrAfter: $0) }
+                if let after, let first = entry, Self.id(of: first.key, in: collection) == after { entry = try cursor.next() }
+                while let current = entry, let id = Self.id(of: current.key, in: collection) {
+                    if objects.count == limit { return (objects, objects.last?["id"]?.stringValue) }
+                    objects.append(try Self.decodeStored(current.value, collection: collection, id: id))
+                    entry = try cursor.next()
+                }
+                return (objects, nil)
+            }
+        }
+    }
+
+    /// Deletes one object; `notFound` (and nothing appended) when there is none.
+    public func delete(_ collection: String, id: String, origin: Origin = .system, cause: Cause? = nil) throws {
+        let readModel = try writableReadModel()
+        try store.transact { batch in
+            let path = Self.path(collection, id)
+            guard let existing = batch.state[path] else { throw ObjectStoreError.notFound(collection: collection, id: id) }
+            try batch.append(Event(stream: Self.stream, type: "delete", origin: origin, cause: cause,
+                                   payload: ["collection": .string(collection), "id": .string(id)],
+                                   writes: [Write(path, old: existing, new: nil)]))
+            try Self.withKey(collection, id) { _ = try batch.delete(readModel, key: $0) }
+        }
+    }
+
+    /// Deletes every object of `collection` in one event and returns how many there were
+    /// (0, and nothing appended, when there were none).
+    @discardableResult
+    public func deleteAll(_ collection: String, origin: Origin = .system, cause: Cause? = nil) throws -> Int {
+        try Self.validate(collection: collection)
+        let readModel = try writableReadModel()
+        return try store.transact { batch in
+            let path = StatePath([.key("objects"), .key(collection)])
+            guard let existing = batch.state[path]?.objectValue, !existing.isEmpty else { return 0 }
+            try batch.append(Event(stream: Self.stream, type: "deleteAll", origin: origin, cause: cause,
+                                   payload: ["collection": .string(collection), "count": .int(Int64(existing.count))],
+                                   writes: [Write(path, old: .object(existing), new: nil)]))
+            for id in existing.keys {
+                try Self.withKey(collection, id) { _ = try batch.delete(readModel, key: $0) }
+            }
+            return existing.count
+        }
+    }
+
+    /// Compares the read model with the objects of `state` (by default the log's newest
+    /// state; pass a replayed state to check a rebuild) and returns the first difference.
+    public func verifyReadModel(against state: StateValue? = nil) throws -> String? {
+        let expected = try (state ?? store.currentState)["objects"]?.objectValue ?? StateObject()
+        var found = StateObject()
+        if let readModel {
+            try store.read { txn in
+                try txn.withCursor(readModel) { cursor in
+                    var entry = try cursor.first()
+                    while let current = entry {
+                        let parts = current.key.split(separator: 0, maxSplits: 1, omittingEmptySubsequences: false)
+                        guard parts.count == 2 else { throw ObjectStoreError.invalidObject("malformed read-model key") }
+                        let collection = String(decoding: parts[0], as: UTF8.self)
+                        let id = String(decoding: parts[1], as: UTF8.self)
+                        var objects = found[collection]?.objectValue ?? StateObject()
+                        objects[id] = .object(try Self.decodeStored(current.value, collection: collection, id: id))
+                        found[collection] = .object(objects)
+                        entry = try cursor.next()
+                    }
+                }
+            }
+        }
+        guard let difference = StateValue.object(expected).diff(to: .object(found)).first else { return nil }
+        let place = "objects." + difference.path.description
+        switch (difference.old, difference.new) {
+        case (_, nil): return "\(place) is in the log but missing from the read model"
+        case (nil, _): return "\(place) is in the read model but not in the log"
+        default: return "\(place) differs: the log has \(difference.old!.json()), the read model \(difference.new!.json())"
+        }
+    }
+
+    // MARK: Typed objects
+
+    /// Saves a `StoredObject`; see `save(_:in:expectedVersion:origin:cause:)`.
+    @discardableResult
+    public func save<T: StoredObject>(_ object: T, expectedVersion: Int64? = nil, origin: Origin = .system, cause: Cause? = nil) throws -> Saved<T> {
+        let stored = try save(try ObjectCoding.encode(object), in: T.collection, expectedVersion: expectedVersion, origin: origin, cause: cause)
+        return try Self.saved(T.self, stored)
+    }
+
+    /// The object with `id`, or `nil`.
+    public func fetch<T: StoredObject>(_ type: T.Type, id: String) throws -> Saved<T>? {
+        try fetch(T.collection, id: id).map { try Self.saved(T.self, $0) }
+    }
+
+    /// One page of the collection in id order.
+    public func fetchAll<T: StoredObject>(_ type: T.Type, after: String? = nil, limit: Int = 100) throws -> Page<T> {
+        let page = try fetchAll(T.collection, after: after, limit: limit)
+        return Page(objects: try page.objects.map { try Self.saved(T.self, $0) }, next: page.next)
+    }
+
+    /// Deletes the object with `id`.
+    public func delete<T: StoredObject>(_ type: T.Type, id: String, origin: Origin = .system, cause: Cause? = nil) throws {
+        try delete(T.collection, id: id, origin: origin, cause: cause)
+    }
+
+    /// Deletes every object of the type's collection.
+    @discardableResult
+    public func deleteAll<T: StoredObject>(_ type: T.Type, origin: Origin = .system, cause: Cause? = nil) throws -> Int {
+        try deleteAll(T.collection, origin: origin, cause: cause)
+    }
+
+    // MARK: Details
+
+    private static func saved<T: StoredObject>(_ type: T.Type, _ stored: StateObject) throws -> Saved<T> {
+        guard let id = stored["id"]?.stringValue, let version = stored["version"]?.intValue,
+              let created = stored["createdAt"]?.stringValue.flatMap(Timestamp.init(rfc3339:)),
+              let updated = stored["updatedAt"]?.stringValue.flatMap(Timestamp.init(rfc3339:))
+        else { throw ObjectStoreError.invalidObject("a stored \(T.collection) lacks its id, version or dates") }
+        var object = try ObjectCoding.decode(T.self, from: stored)
+        object.id = id
+        return Saved(object: object, id: id, version: version, createdAt: ObjectCoding.date(created), updatedAt: ObjectCoding.date(updated))
+    }
+
+    private func writableReadModel() throws -> Database {
+        guard let readModel, !store.environment.isReadOnly else { throw EventStoreError.readOnly }
+        return readModel
+    }
+
+    static func path(_ collection: String, _ id: String) -> StatePath {
+        StatePath([.key("objects"), .key(collection), .key(id)])
+    }
+
+    /// Ids the store makes: the seq of the creating event in base 36, eight digits wide, so
+    /// that they sort in creation order.
+    static func generatedID(_ seq: UInt64) -> String {
+        let digits = String(seq, radix: 36)
+        return String(repeating: "0", count: max(0, 8 - digits.count)) + digits
+    }
+
+    /// Read-model keys: the collection's UTF-8, a zero byte, the id's UTF-8.
+    static func withKey<R>(_ collection: String, _ id: String, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        let key = Array(collection.utf8) + [0] + Array(id.utf8)
+        return try key.withUnsafeBytes(body)
+    }
+
+    /// The id in a read-model key, when the key belongs to `collection`.
+    static func id(of key: UnsafeRawBufferPointer, in collection: String) -> String? {
+        let prefix = Array(collection.utf8) + [0]
+        guard key.count >= prefix.count, key.prefix(prefix.count).elementsEqual(prefix) else { return nil }
+        return String(decoding: key.dropFirst(prefix.count), as: UTF8.self)
+    }
+
+    static func decodeStored(_ bytes: UnsafeRawBufferPointer, collection: String, id: String) throws -> StateObject {
+        guard case .object(let fields) = try StateValue(encoded: bytes) else {
+            throw ObjectStoreError.invalidObject("the read model's \(collection) \"\(id)\" is not an object")
+        }
+        return fields
+    }
+
+    static func validate(collection: String) throws {
+        let scalars = collection.unicodeScalars
+        guard let first = scalars.first, first.properties.isAlphabetic || first == "_",
+              scalars.allSatisfy({ $0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" }), scalars.count <= 100
+        else { throw ObjectStoreError.invalidObject("collection name \"\(collection)\" must be letters, digits and _ (not starting with a digit)") }
+    }
+
+    static func validate(id: String) throws {
+        guard !id.isEmpty, id.utf8.count <= 255, !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw ObjectStoreError.invalidObject("id \"\(id)\" must be 1 to 255 bytes without control characters")
+        }
+    }
+}

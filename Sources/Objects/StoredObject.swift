@@ -1,0 +1,58 @@
+import EventLog
+import Foundation
+
+/// A `Codable` value kept in an `ObjectStore` collection.
+///
+/// Properties map to JSON keys through the ordinary `CodingKeys`. Dates are RFC 3339 with
+/// fractional seconds unless `dateFormats` gives a property's JSON key its own format.
+/// `createdAt` and `updatedAt`, when declared, are filled in by the store.
+public protocol StoredObject: Codable {
+    /// The collection's name, such as `BlogPost`; by default the type's name.
+    static var collection: String { get }
+    /// Date formats by JSON key (`"jsonPubDate": "yyyy-MM-dd HH:mm"`), in
+    /// `DateFormatter` syntax, read and written in UTC.
+    static var dateFormats: [String: String] { get }
+    /// The object's id: `nil` until it is first saved, when the store generates one.
+    var id: String? { get set }
+}
+
+extension StoredObject {
+    public static var collection: String { String(describing: Self.self) }
+    public static var dateFormats: [String: String] { [:] }
+}
+
+/// An object as stored, with what the store keeps about it.
+public struct Saved<Object> {
+    public var object: Object
+    public var id: String
+    /// 1 when created, one more with every save: what `expectedVersion` compares with.
+    public var version: Int64
+    public var createdAt: Date
+    public var updatedAt: Date
+}
+
+/// One page of a collection, in id order (generated ids sort in creation order).
+public struct Page<Object> {
+    public var objects: [Saved<Object>]
+    /// The id to pass as `after` for the next page; `nil` on the last page.
+    public var next: String?
+}
+
+/// Why the object store refused an operation. Nothing was appended.
+public enum ObjectStoreError: Error, Hashable, CustomStringConvertible {
+    /// There is no object with that id in that collection.
+    case notFound(collection: String, id: String)
+    /// The save named a version the object no longer has (or an object that does not exist).
+    case conflict(collection: String, id: String, expected: Int64, actual: Int64?)
+    /// The object cannot be stored as it is.
+    case invalidObject(String)
+
+    public var description: String {
+        switch self {
+        case .notFound(let collection, let id): "no \(collection) with id \"\(id)\""
+        case .conflict(let collection, let id, let expected, let actual):
+            "conflict: \(collection) \"\(id)\" is at version \(actual.map(String.init) ?? "none (it does not exist)"), not the expected \(expected)"
+        case .invalidObject(let reason): "invalid object: \(reason)"
+        }
+    }
+}

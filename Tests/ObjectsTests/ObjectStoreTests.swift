@@ -1,0 +1,193 @@
+import EventLog
+import Foundation
+import Testing
+@testable import Objects
+
+/// The source's blog post: title, body, views, a draft flag, and a publish date stored under
+/// its own JSON key in its own format.
+struct BlogPost: StoredObject, Equatable {
+    var id: String?
+    var title: String
+    var body: String
+    var views: Int
+    var draft: Bool
+    var publishedDate: Date?
+    var createdAt: Date?
+    var updatedAt: Date?
+
+    enum CodingKeys: String, CodingKey {
+        case id, title, body, views, draft, createdAt, updatedAt
+        case publishedDate = "jsonPubDate"
+    }
+
+    static let dateFormats = ["jsonPubDate": "yyyy-MM-dd HH:mm"]
+}
+
+final class ObjectsHarness {
+    let directory = NSTemporaryDirectory() + "objects-\(UUID().uuidString)"
+    let clock = ManualClock(start: Timestamp(microsecondsSince1970: 1_764_468_340_123_456), stepMicroseconds: 1_500)
+    let store: EventStore
+    let objects: ObjectStore
+
+    init() throws {
+        var options = EventStore.Options()
+        options.clock = clock.clock
+        store = try EventStore(path: directory, options: options)
+        objects = try ObjectStore(store: store)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    static func post(_ title: String = "Blog Post Title!") -> BlogPost {
+        BlogPost(title: title, body: "Body of the blog post.", views: 0, draft: true,
+                 publishedDate: Date(timeIntervalSince1970: 1_764_000_000))
+    }
+}
+
+@Suite struct ObjectStoreTests {
+    @Test func createThenUpdateKeepsCreatedAtAndCountsVersions() throws {
+        let harness = try ObjectsHarness()
+        let created = try harness.objects.save(ObjectsHarness.post())
+        #expect(created.id == "00000001")
+        #expect(created.object.id == created.id)
+        #expect(created.version == 1)
+        #expect(created.createdAt == created.updatedAt)
+        var post = created.object
+        post.views += 1
+        let updated = try harness.objects.save(post)
+        #expect(updated.id == created.id)
+        #expect(updated.version == 2)
+        #expect(updated.createdAt == created.createdAt)
+        #expect(updated.updatedAt > created.updatedAt)
+        #expect(updated.object.createdAt == created.createdAt)
+        #expect(try harness.objects.fetch(BlogPost.self, id: created.id)?.object.views == 1)
+    }
+
+    @Test func anUpdateRecordsOnlyTheFieldsThatChanged() throws {
+        let harness = try ObjectsHarness()
+        var post = try harness.objects.save(ObjectsHarness.post()).object
+        post.views = 7
+        try harness.objects.save(post)
+        let record = try #require(try harness.store.record(2))
+        #expect(record.event.stream == "objects")
+        #expect(record.event.type == "update")
+        #expect(Set(record.event.writes.map(\.path.description)) == [
+            "objects.BlogPost.00000001.views", "objects.BlogPost.00000001.version", "objects.BlogPost.00000001.updatedAt",
+        ])
+        #expect(record.event.writes.first { $0.path.description.hasSuffix("views") } == Write("objects.BlogPost.00000001.views", old: 0, new: 7))
+        let create = try #require(try harness.store.record(1))
+        #expect(create.event.writes.count == 1)
+        #expect(create.event.writes[0].old == nil)
+    }
+
+    @Test func datesAreRFC3339WithFractionalSecondsAndRoundTrip() throws {
+        let harness = try ObjectsHarness()
+        let saved = try harness.objects.save(ObjectsHarness.post())
+        let stored = try #require(try harness.objects.fetch("BlogPost", id: saved.id))
+        #expect(stored["createdAt"] == "2025-11-30T02:05:40.123456Z")
+        #expect(Timestamp(rfc3339: stored["createdAt"]!.stringValue!) == Timestamp(microsecondsSince1970: 1_764_468_340_123_456))
+        #expect(saved.createdAt == Date(timeIntervalSince1970: 1_764_468_340.123456))
+        let fetched = try #require(try harness.objects.fetch(BlogPost.self, id: saved.id))
+        #expect(fetched.createdAt == saved.createdAt)
+    }
+
+    @Test func aPropertyMapsToItsOwnKeyAndDateFormat() throws {
+        let harness = try ObjectsHarness()
+        let saved = try harness.objects.save(ObjectsHarness.post())
+        let stored = try #require(try harness.objects.fetch("BlogPost", id: saved.id))
+        #expect(stored["jsonPubDate"] == "2025-11-24 16:00")
+        #expect(stored["publishedDate"] == nil)
+        #expect(try harness.store.currentState["objects.BlogPost.00000001.jsonPubDate"] == "2025-11-24 16:00")
+        let fetched = try #require(try harness.objects.fetch(BlogPost.self, id: saved.id))
+        #expect(fetched.object.publishedDate == Date(timeIntervalSince1970: 1_764_000_000))
+    }
+
+    @Test func deleteAndDeleteAll() throws {
+        let harness = try ObjectsHarness()
+        let ids = try (0..<5).map { try harness.objects.save(ObjectsHarness.post("post \($0)")).id }
+        try harness.objects.delete(BlogPost.self, id: ids[2])
+        #expect(try harness.objects.fetch(BlogPost.self, id: ids[2]) == nil)
+        #expect(try harness.objects.fetchAll(BlogPost.self).objects.count == 4)
+        let before = try harness.store.lastSeq()
+        #expect(throws: ObjectStoreError.notFound(collection: "BlogPost", id: ids[2])) { try harness.objects.delete(BlogPost.self, id: ids[2]) }
+        #expect(try harness.store.lastSeq() == before)
+        #expect(try harness.objects.deleteAll(BlogPost.self) == 4)
+        #expect(try harness.objects.fetchAll(BlogPost.self).objects.isEmpty)
+        #expect(try harness.store.currentState["objects.BlogPost"] == nil)
+        #expect(try harness.objects.deleteAll(BlogPost.self) == 0)
+        #expect(try harness.store.lastSeq() == before + 1)
+        #expect(try harness.objects.verifyReadModel() == nil)
+    }
+
+    @Test func aStaleSaveIsAConflictAndAppendsNothing() throws {
+        let harness = try ObjectsHarness()
+        let first = try harness.objects.save(ObjectsHarness.post())
+        var mine = first.object
+        var theirs = first.object
+        theirs.title = "Theirs"
+        try harness.objects.save(theirs, expectedVersion: 1)
+        mine.title = "Mine"
+        let before = try harness.store.lastSeq()
+        #expect(throws: ObjectStoreError.conflict(collection: "BlogPost", id: first.id, expected: 1, actual: 2)) {
+            try harness.objects.save(mine, expectedVersion: 1)
+        }
+        #expect(throws: ObjectStoreError.conflict(collection: "BlogPost", id: "new", expected: 3, actual: nil)) {
+            var fresh = ObjectsHarness.post()
+            fresh.id = "new"
+            try harness.objects.save(fresh, expectedVersion: 3)
+        }
+        #expect(try harness.store.lastSeq() == before)
+        #expect(try harness.objects.fetch(BlogPost.self, id: first.id)?.object.title == "Theirs")
+        var fresh = ObjectsHarness.post()
+        fresh.id = "new"
+        #expect(try harness.objects.save(fresh, expectedVersion: 0).version == 1)
+    }
+
+    @Test func fetchAllPagesInIdOrder() throws {
+        let harness = try ObjectsHarness()
+        let ids = try (0..<25).map { try harness.objects.save(ObjectsHarness.post("post \($0)")).id }
+        var seen: [String] = []
+        var after: String?
+        repeat {
+            let page = try harness.objects.fetchAll(BlogPost.self, after: after, limit: 10)
+            seen += page.objects.map(\.id)
+            after = page.next
+        } while after != nil
+        #expect(seen == ids)
+        #expect(ids == ids.sorted())
+        #expect(try harness.objects.fetchAll("Other").objects.isEmpty)
+    }
+
+    @Test func theReadModelRebuiltFromTheLogMatchesTheInlineOne() throws {
+        let harness = try ObjectsHarness()
+        for i in 0..<30 {
+            var post = try harness.objects.save(ObjectsHarness.post("post \(i)")).object
+            post.views = i
+            if i % 3 == 0 { try harness.objects.save(post) }
+            if i % 7 == 0 { try harness.objects.delete(BlogPost.self, id: post.id!) }
+        }
+        // Rebuild from the log alone: fold every write set from the empty state.
+        var rebuilt = StateValue.emptyObject
+        try harness.store.forEachRecord { record in
+            try! rebuilt.apply(record.event.writes)
+            return true
+        }
+        #expect(try harness.objects.verifyReadModel(against: rebuilt) == nil)
+        // A read model that drifted from the log is caught.
+        let db = try #require(try harness.store.openDatabase(named: "objects", create: false))
+        try harness.store.transact { batch in
+            try ObjectStore.withKey("BlogPost", "00000002") { key in
+                try StateValue.object(["id": "00000002"]).encoded.withUnsafeBytes { try batch.put(db, key: key, value: $0) }
+            }
+        }
+        #expect(try harness.objects.verifyReadModel(against: rebuilt)?.hasPrefix("objects.BlogPost.00000002") == true)
+    }
+
+    @Test func badInputIsRefused() throws {
+        let harness = try ObjectsHarness()
+        #expect(throws: ObjectStoreError.self) { try harness.objects.save(StateObject(), in: "9lives") }
+        #expect(throws: ObjectStoreError.self) { try harness.objects.save(["id": 5], in: "Post") }
+        #expect(throws: ObjectStoreError.self) { try harness.objects.save(["id": "a\u{0}b"], in: "Post") }
+        #expect(try harness.store.lastSeq() == 0)
+    }
+}
