@@ -1,5 +1,7 @@
 import Effects
 import EventLog
+import Foundation
+import Objects
 
 /// A realistic, reproducible session of the demo app: a person tapping around, deep links,
 /// a test and a capture script, all through the same engine. The same seed always records
@@ -7,6 +9,7 @@ import EventLog
 ///
 /// It exercises every outcome: guards skipping unknown ids, no-op clears, scrolls that wait
 /// for their list and are released by a swipe back, interrupted by a newer plan, or time out.
+/// Between plans, the bots publish, read and delete blog posts through the object store.
 public struct DemoSession: Sendable {
     public var plans: Int
     public var seed: UInt64
@@ -23,12 +26,14 @@ public struct DemoSession: Sendable {
         public var applied = 0
         public var skipped = 0
         public var cancelled = 0
+        public var objectEvents = 0
         public var firstSeq: UInt64 = 0
         public var lastSeq: UInt64 = 0
     }
 
-    /// Records the session into `engine`, moving `clock` between actions as a person would.
-    public func record(into engine: EffectEngine<MessengerModel>, clock: ManualClock) throws -> Summary {
+    /// Records the session into `engine` (and blog posts into `objects`, when given), moving
+    /// `clock` between actions as a person would.
+    public func record(into engine: EffectEngine<MessengerModel>, objects: ObjectStore? = nil, clock: ManualClock) throws -> Summary {
         var rng = SplitMix64(seed: seed)
         var summary = Summary()
         var waits = 0
@@ -45,6 +50,9 @@ public struct DemoSession: Sendable {
         }
         for index in 0..<plans {
             clock.advance(microseconds: Int64.random(in: 400_000...3_000_000, using: &rng))
+            if let objects, index % 8 == 4 {
+                summary.objectEvents += try blogActivity(objects, index: index / 8, rng: &rng)
+            }
             // Every tenth plan is a UI test re-running the avatar deep link.
             let (url, origin) = index % 10 == 9
                 ? (MessengerRouter.url(for: .avatar(SampleData.bots[index / 10 % SampleData.bots.count].avatar, expanded: true)), Origin.test)
@@ -69,6 +77,25 @@ public struct DemoSession: Sendable {
         }
         summary.lastSeq = try engine.store.lastSeq()
         return summary
+    }
+
+    /// A bot publishes a post, a reader bumps a post's views, or an old draft is deleted.
+    private func blogActivity(_ objects: ObjectStore, index: Int, rng: inout SplitMix64) throws -> Int {
+        let bot = SampleData.bots[index % SampleData.bots.count]
+        let posts = try objects.fetchAll(BlogPost.self, limit: 1_000).objects
+        switch (index % 4, posts.randomElement(using: &rng)) {
+        case (1, var post?), (2, var post?):
+            post.object.views += Int.random(in: 1...40, using: &rng)
+            post.object.draft = false
+            try objects.save(post.object, expectedVersion: post.version)
+        case (3, let post?) where post.object.draft:
+            try objects.delete(BlogPost.self, id: post.id)
+        default:
+            let published = Date(timeIntervalSince1970: 1_764_000_000 + Double(index) * 3_600)
+            try objects.save(BlogPost(title: "\(bot.name) release notes #\(index + 1)",
+                                      body: "What \(bot.name) learned this week.", publishedDate: published))
+        }
+        return 1
     }
 
     private func nextAction(_ rng: inout SplitMix64) -> (String, Origin) {

@@ -2,7 +2,7 @@ import EventLog
 
 /// The `eventlog` command line: `main.swift` only glues the process to `run`.
 public enum EventLogCLI {
-    static let commands: [CommandSpec] = LogCommands.all + MessengerCommands.all + AnalysisCommands.all
+    static let commands: [CommandSpec] = LogCommands.all + MessengerCommands.all + ObjectCommands.all + AnalysisCommands.all
 
     /// Parses `arguments` (without the program name), runs the command and returns its exit
     /// code. Errors print `Error: …` (and for usage errors the usage line) on stderr.

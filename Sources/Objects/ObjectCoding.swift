@@ -6,6 +6,7 @@ import Foundation
 enum ObjectCoding {
     static func encode<T: StoredObject>(_ object: T) throws -> StateObject {
         let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys // the same object always encodes to the same events
         let formats = T.dateFormats
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()

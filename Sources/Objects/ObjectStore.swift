@@ -32,46 +32,54 @@ public final class ObjectStore: @unchecked Sendable {
     @discardableResult
     public func save(_ fields: StateObject, in collection: String, expectedVersion: Int64? = nil,
                      origin: Origin = .system, cause: Cause? = nil) throws -> StateObject {
+        try store.transact { batch in
+            try save(fields, in: collection, expectedVersion: expectedVersion, origin: origin, cause: cause, batch: &batch)
+        }
+    }
+
+    /// Saves inside a transaction of the caller's, so that many saves (and other events)
+    /// commit together.
+    @discardableResult
+    public func save(_ fields: StateObject, in collection: String, expectedVersion: Int64? = nil,
+                     origin: Origin = .system, cause: Cause? = nil, batch: inout AppendBatch) throws -> StateObject {
         try Self.validate(collection: collection)
         let readModel = try writableReadModel()
-        return try store.transact { batch in
-            var id = fields["id"]?.stringValue
-            if let given = fields["id"], given != .null, id == nil {
-                throw ObjectStoreError.invalidObject("\"id\" must be a string, not \(given.kindName)")
-            }
-            if id == nil { id = Self.generatedID(batch.lastSeq + 1) }
-            let objectID = id!
-            try Self.validate(id: objectID)
-            let path = Self.path(collection, objectID)
-            let existing = batch.state[path]?.objectValue
-            let version = existing?["version"]?.intValue ?? 0
-            if let expectedVersion, expectedVersion != version {
-                throw ObjectStoreError.conflict(collection: collection, id: objectID, expected: expectedVersion,
-                                                actual: existing == nil ? nil : version)
-            }
-            let now = store.clock.now().description
-            var stored = StateObject()
-            stored["id"] = .string(objectID)
-            for (key, value) in fields where !Self.managedFields.contains(key) { stored[key] = value }
-            stored["version"] = .int(version + 1)
-            stored["createdAt"] = existing?["createdAt"] ?? .string(now)
-            stored["updatedAt"] = .string(now)
-            let writes: [Write]
-            if let existing {
-                writes = StateValue.object(existing).diff(to: .object(stored)).map { write in
-                    Write(StatePath(path.components + write.path.components), old: write.old, new: write.new)
-                }
-            } else {
-                writes = [Write(path, old: nil, new: .object(stored))]
-            }
-            try batch.append(Event(stream: Self.stream, type: existing == nil ? "create" : "update", origin: origin, cause: cause,
-                                   payload: ["collection": .string(collection), "id": .string(objectID), "version": .int(version + 1)],
-                                   writes: writes))
-            try Self.withKey(collection, objectID) { key in
-                try StateValue.object(stored).encoded.withUnsafeBytes { try batch.put(readModel, key: key, value: $0) }
-            }
-            return stored
+        var id = fields["id"]?.stringValue
+        if let given = fields["id"], given != .null, id == nil {
+            throw ObjectStoreError.invalidObject("\"id\" must be a string, not \(given.kindName)")
         }
+        if id == nil { id = Self.generatedID(batch.lastSeq + 1) }
+        let objectID = id!
+        try Self.validate(id: objectID)
+        let path = Self.path(collection, objectID)
+        let existing = batch.state[path]?.objectValue
+        let version = existing?["version"]?.intValue ?? 0
+        if let expectedVersion, expectedVersion != version {
+            throw ObjectStoreError.conflict(collection: collection, id: objectID, expected: expectedVersion,
+                                            actual: existing == nil ? nil : version)
+        }
+        let now = store.clock.now().description
+        var stored = StateObject()
+        stored["id"] = .string(objectID)
+        for (key, value) in fields where !Self.managedFields.contains(key) { stored[key] = value }
+        stored["version"] = .int(version + 1)
+        stored["createdAt"] = existing?["createdAt"] ?? .string(now)
+        stored["updatedAt"] = .string(now)
+        let writes: [Write]
+        if let existing {
+            writes = StateValue.object(existing).diff(to: .object(stored)).map { write in
+                Write(StatePath(path.components + write.path.components), old: write.old, new: write.new)
+            }
+        } else {
+            writes = [Write(path, old: nil, new: .object(stored))]
+        }
+        try batch.append(Event(stream: Self.stream, type: existing == nil ? "create" : "update", origin: origin, cause: cause,
+                               payload: ["collection": .string(collection), "id": .string(objectID), "version": .int(version + 1)],
+                               writes: writes))
+        try Self.withKey(collection, objectID) { key in
+            try StateValue.object(stored).encoded.withUnsafeBytes { try batch.put(readModel, key: key, value: $0) }
+        }
+        return stored
     }
 
     /// The object of `collection` with `id`, or `nil`: one lookup in the read model.

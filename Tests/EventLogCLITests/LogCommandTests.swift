@@ -121,7 +121,7 @@ import Testing
 
 @Suite struct ParsingTests {
     @Test(arguments: [
-        (["frob"], "Error: unknown command 'frob'; the commands are: info, log, show, snapshot, diff, verify, export, import, open, routes, capture, demo, replay, bisect\nUsage: eventlog <command> [arguments] [--db PATH] [--json]\n"),
+        (["frob"], "Error: unknown command 'frob'; the commands are: info, log, show, snapshot, diff, verify, export, import, open, routes, capture, demo, objects, replay, bisect\nUsage: eventlog <command> [arguments] [--db PATH] [--json]\n"),
         (["log", "--bogus"], "Error: unknown option '--bogus' for 'log'\nUsage: eventlog log [--from N] [--to N] [--db PATH] [--json]\n"),
         (["log", "--from"], "Error: --from needs a value (N)\nUsage: eventlog log [--from N] [--to N] [--db PATH] [--json]\n"),
         (["show"], "Error: missing N\nUsage: eventlog show N [--db PATH] [--json]\n"),

@@ -2,6 +2,7 @@ import DemoMessenger
 import Effects
 import EventLog
 import Foundation
+import Objects
 
 /// `replay` and `bisect`: which event first made the state wrong, which property, and why.
 enum AnalysisCommands {
@@ -16,10 +17,11 @@ enum AnalysisCommands {
         name: "replay",
         summary: "Fold the log through today's code and print the state; --verify stops at the first divergence.",
         discussion: """
-            Every step of the demo app is recomputed from the state before it; plan starts, cancellations
-            and initial states replay as recorded. With --verify each recomputed step must match the
-            recording (the same kind of outcome and the same writes): the first that does not is printed
-            with the expected and actual writes and the structural diff, and the exit code is 1.
+            Every step of the demo app is recomputed from the state before it; plan starts, cancellations,
+            object saves and initial states replay as recorded. With --verify each recomputed step must match
+            the recording (the same kind of outcome and the same writes): the first that does not is printed
+            with the expected and actual writes and the structural diff, and the exit code is 1. A full
+            --verify also rebuilds the objects' read model from the log and checks it matches the stored one.
             """,
         options: [
             .init(name: "to", value: "N", help: "Stop after event N (default: the newest)."),
@@ -35,6 +37,11 @@ enum AnalysisCommands {
             try store.replay(through: projection, to: to, verify: verify) { context.console.progress("replayed \($0) events") }
         }
         context.console.endProgress()
+        // The objects' read model must equal the objects of the replayed newest state.
+        var readModelProblem: String?
+        if verify, report.divergence == nil, to >= (try attempt { try store.lastSeq() }) {
+            readModelProblem = try attempt { try ObjectStore(store: store).verifyReadModel(against: report.state) }
+        }
         if context.json {
             let divergence: StateValue = report.divergence.map { divergence in
                 [
@@ -48,17 +55,20 @@ enum AnalysisCommands {
                     "type": .string(divergence.record.event.type),
                 ]
             } ?? .null
-            context.printJSON(["divergence": divergence, "events": .int(Int64(report.events)), "state": report.state])
+            context.printJSON(["divergence": divergence, "events": .int(Int64(report.events)),
+                               "readModel": readModelProblem.map { .string($0) } ?? .null, "state": report.state])
         } else if let divergence = report.divergence {
             context.console.line("divergence at event \(divergence.seq) after \(report.events) replayed events:")
             context.console.line(describe(divergence.record, previousSeq: nil).joined(separator: "\n"))
             context.console.line(describe(divergence).joined(separator: "\n"))
+        } else if let readModelProblem {
+            context.console.line("the objects' read model does not match the log: \(readModelProblem)")
         } else {
             context.console.line(report.state.json(pretty: true))
-            context.console.line(verify ? "ok: \(report.events) events replayed; today's code agrees with every recorded step"
+            context.console.line(verify ? "ok: \(report.events) events replayed; today's code agrees with every recorded step and the read model"
                                         : "replayed \(report.events) events through today's code")
         }
-        return report.divergence == nil ? .ok : .problem
+        return report.divergence == nil && readModelProblem == nil ? .ok : .problem
     }
 
     static let bisect = CommandSpec(

@@ -2,6 +2,7 @@ import DemoMessenger
 import Effects
 import EventLog
 import Foundation
+import Objects
 
 /// The commands that drive the botmessages demo app through the effects engine.
 enum MessengerCommands {
@@ -128,8 +129,10 @@ enum MessengerCommands {
         summary: "Record a realistic botmessages session of a few hundred steps into the database.",
         discussion: """
             Taps, deep links, a test and capture scripts run through the one apply step, with guards
-            skipping unknown ids, no-op clears, and scrolls that wait, time out or are interrupted.
-            The same --seed records the same events. Refuses a database that holds events unless --force.
+            skipping unknown ids, no-op clears, and scrolls that wait, time out or are interrupted;
+            between them the bots publish, read and delete BlogPost objects.
+            Its clock is simulated from 2026-01-05T09:00:00Z, so the same --seed records the same bytes.
+            Refuses a database that holds events unless --force.
             """,
         options: [
             .init(name: "plans", value: "N", help: "How many plans (URLs, taps) to run (default 80)."),
@@ -152,14 +155,13 @@ enum MessengerCommands {
                 try attempt { try FileManager.default.removeItem(atPath: path) }
             }
         }
-        // Simulated time, placed so that the session (at most ~4 s a plan) ends before now.
-        let start = Timestamp.now().microsecondsSince1970 - Int64(plans) * 4_000_000
-        let clock = ManualClock(start: Timestamp(microsecondsSince1970: start), stepMicroseconds: 12_000)
+        // Simulated time from a fixed start, so that the same seed records the same bytes.
+        let clock = ManualClock(start: MessengerCommands.demoStart, stepMicroseconds: 12_000)
         let summary = try attempt {
             let store = try context.openStore(writable: true, clock: clock.clock)
             let first = try store.lastSeq() + 1
             let engine = try EffectEngine(store: store, model: MessengerModel(regression: regression))
-            var summary = try DemoSession(plans: plans, seed: seed).record(into: engine, clock: clock)
+            var summary = try DemoSession(plans: plans, seed: seed).record(into: engine, objects: try ObjectStore(store: store), clock: clock)
             summary.firstSeq = first // include the initial state the engine records
             return summary
         }
@@ -167,14 +169,18 @@ enum MessengerCommands {
             context.printJSON(["applied": .int(Int64(summary.applied)), "cancelled": .int(Int64(summary.cancelled)),
                                "database": .string(path), "events": .int(Int64(summary.events)),
                                "firstSeq": .int(Int64(summary.firstSeq)), "lastSeq": .int(Int64(summary.lastSeq)),
+                               "objectEvents": .int(Int64(summary.objectEvents)),
                                "plans": .int(Int64(summary.plans)), "skipped": .int(Int64(summary.skipped))])
         } else {
             context.console.line("recorded \(summary.plans) plans into \(path) as events \(summary.firstSeq)…\(summary.lastSeq):")
-            context.console.line("  \(summary.applied) applied, \(summary.skipped) skipped, \(summary.cancelled) cancelled"
+            context.console.line("  \(summary.applied) applied, \(summary.skipped) skipped, \(summary.cancelled) cancelled; \(summary.objectEvents) BlogPost saves and deletes"
                 + (regression.map { "; regression \($0.rawValue) on" } ?? ""))
         }
         return .ok
     }
+
+    /// When the demo's simulated session starts: 2026-01-05T09:00:00Z.
+    static let demoStart = Timestamp(microsecondsSince1970: 1_767_603_600_000_000)
 
     static func parseOrigin(_ text: String) throws(CLIError) -> Origin {
         guard let origin = Origin(rawValue: text), origin != .system else {
