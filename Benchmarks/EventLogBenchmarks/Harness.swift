@@ -55,16 +55,17 @@ struct ScenarioReport {
     }
 }
 
-/// The resident memory of this process, in bytes: now (`VmRSS`) and at its peak (`VmHWM`).
-func residentMemory() -> (current: Int, peak: Int) {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return (0, 0) }
+/// The resident memory of this process, in bytes: now (`VmRSS`), at its peak (`VmHWM`), and
+/// the part that is the process's own heap rather than mapped files such as LMDB's (`RssAnon`).
+func residentMemory() -> (current: Int, peak: Int, anonymous: Int) {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return (0, 0, 0) }
     func field(_ name: String) -> Int {
         for line in status.split(separator: "\n") where line.hasPrefix(name + ":") {
             return (Int(line.split(separator: " ").dropFirst().first(where: { !$0.isEmpty }) ?? "0") ?? 0) * 1024
         }
         return 0
     }
-    return (field("VmRSS"), field("VmHWM"))
+    return (field("VmRSS"), field("VmHWM"), field("RssAnon"))
 }
 
 /// A directory removed when the value dies.

@@ -1,5 +1,8 @@
+import CLMDB
+import CSQLite
 import EventLog
 import Foundation
+import Objects
 
 /// The sizes of a run: `--quick` for CI smoke runs (under a minute), full for the README.
 struct Sizes {
@@ -8,9 +11,14 @@ struct Sizes {
     var logEvents: Int
     var snapshotProbes: Int
     var bisects: Int
+    var objects: Int
+    var objectUpdates: Int
+    var fetches: Int
 
-    static let quick = Sizes(singleCommits: 100, batchEvents: [1: 500, 100: 5_000, 10_000: 50_000], logEvents: 100_000, snapshotProbes: 2_000, bisects: 20)
-    static let full = Sizes(singleCommits: 500, batchEvents: [1: 5_000, 100: 50_000, 10_000: 500_000], logEvents: 1_000_000, snapshotProbes: 20_000, bisects: 100)
+    static let quick = Sizes(singleCommits: 100, batchEvents: [1: 500, 100: 5_000, 10_000: 50_000], logEvents: 100_000,
+                             snapshotProbes: 2_000, bisects: 20, objects: 10_000, objectUpdates: 40_000, fetches: 5_000)
+    static let full = Sizes(singleCommits: 500, batchEvents: [1: 5_000, 100: 50_000, 10_000: 500_000], logEvents: 1_000_000,
+                            snapshotProbes: 20_000, bisects: 100, objects: 100_000, objectUpdates: 400_000, fetches: 50_000)
 }
 
 enum Scenarios {
@@ -115,7 +123,7 @@ enum Scenarios {
 
     static func replay(_ log: BigLog) throws -> ScenarioReport {
         let peers = try log.peers()
-        let before = residentMemory().current
+        let before = residentMemory().anonymous
         var folded = StateValue.null
         let engineSeconds = try time {
             var count = 0
@@ -125,7 +133,7 @@ enum Scenarios {
                 return true
             }
         }
-        let grown = max(0, residentMemory().current - before)
+        let grown = max(0, residentMemory().anonymous - before)
         var jsonResult = (events: 0, properties: 0)
         let jsonSeconds = try time { jsonResult = try JSONLinesSubject.replay(peers.jsonl) }
         var rawCount = 0
@@ -136,7 +144,7 @@ enum Scenarios {
         return ScenarioReport(
             name: "replay", summary: "decode every event and fold its writes into the state",
             measurements: [
-                Measurement(subject: "eventlog", operations: log.events, seconds: engineSeconds, extra: [("RSS growth MiB", Double(grown) / 1_048_576)]),
+                Measurement(subject: "eventlog", operations: log.events, seconds: engineSeconds, extra: [("heap growth MiB", Double(grown) / 1_048_576)]),
                 Measurement(subject: "jsonl", operations: jsonResult.events, seconds: jsonSeconds),
                 Measurement(subject: "raw-lmdb", operations: rawCount, seconds: rawSeconds),
                 Measurement(subject: "sqlite", operations: sqliteCount, seconds: sqliteSeconds),
@@ -212,5 +220,73 @@ enum Scenarios {
                 bytes("jsonl", fileSize(peers.jsonl)),
             ],
             note: String(format: "payload (the encoded record) averages %.0f bytes; ops/s does not apply here", payload))
+    }
+
+    /// Saves `count` objects, fetches random ones by id, appends `updates` more saves and
+    /// fetches again: the fetch cost must not depend on the length of the log.
+    static func objects(count: Int, updates: Int, fetches: Int) throws -> [ScenarioReport] {
+        let scratch = Scratch()
+        var options = EventStore.Options()
+        options.durability = .lastCommitMayBeLost
+        options.initialMapSize = 1 << 30
+        let store = try EventStore(path: scratch.file("objects.lmdb"), options: options)
+        let objects = try ObjectStore(store: store)
+        var rng = SplitMix64(seed: 31)
+        func post(_ i: Int) -> StateObject {
+            ["title": .string("Post number \(i)"), "body": .string("What the bots learned in week \(i % 52)."),
+             "views": .int(Int64(i % 1000)), "draft": .bool(i % 3 == 0), "jsonPubDate": .string("2026-01-\(10 + i % 18) 09:00")]
+        }
+        let before = residentMemory().anonymous
+        var ids: [String] = []
+        let saveSeconds = try time {
+            for start in stride(from: 0, to: count, by: 1_000) {
+                try store.transact { batch in
+                    for i in start..<min(count, start + 1_000) {
+                        ids.append(try objects.save(post(i), in: "BlogPost", batch: &batch)["id"]!.stringValue!)
+                    }
+                }
+            }
+        }
+        func fetchAll() throws -> Measurement {
+            var latencies: [Double] = []
+            let seconds = try time {
+                for _ in 0..<fetches {
+                    let id = ids.randomElement(using: &rng)!
+                    let start = now()
+                    guard try objects.fetch("BlogPost", id: id) != nil else { throw BenchmarkError(description: "object \(id) not found") }
+                    latencies.append(Double(now() - start) / 1e3)
+                }
+            }
+            return Measurement(subject: "eventlog", operations: fetches, seconds: seconds, latencies: latencies,
+                               extra: [("log events", Double(try store.lastSeq()))])
+        }
+        let early = try fetchAll()
+        let updateSeconds = try time {
+            for start in stride(from: 0, to: updates, by: 1_000) {
+                try store.transact { batch in
+                    for i in start..<min(updates, start + 1_000) {
+                        var fields = post(i)
+                        fields["id"] = .string(ids[Int.random(in: 0..<ids.count, using: &rng)])
+                        try objects.save(fields, in: "BlogPost", batch: &batch)
+                    }
+                }
+            }
+        }
+        let late = try fetchAll()
+        let grown = max(0, residentMemory().anonymous - before)
+        guard try objects.verifyReadModel() == nil else { throw BenchmarkError(description: "read model differs from the log") }
+        var lateNamed = late
+        lateNamed.subject = "eventlog, longer log"
+        return [
+            ScenarioReport(name: "objects.save", summary: "saves (creates, then updates) in transactions of 1,000",
+                           measurements: [
+                               Measurement(subject: "eventlog", operations: count, seconds: saveSeconds, extra: [("heap growth MiB", Double(grown) / 1_048_576)]),
+                               Measurement(subject: "eventlog, updates", operations: updates, seconds: updateSeconds),
+                           ],
+                           note: "creates of \(count) objects, then \(updates) updates of random ones; heap growth (RssAnon, not LMDB's mapped pages) covers both"),
+            ScenarioReport(name: "objects.fetch", summary: "fetch by id among \(count) objects, before and after \(updates) more events",
+                           measurements: [early, lateNamed],
+                           note: "the second row's ratio is the short log's fetch rate over the long log's: near 1.00× means fetch does not depend on the log's length"),
+        ]
     }
 }

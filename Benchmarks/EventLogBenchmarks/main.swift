@@ -59,6 +59,10 @@ do {
         reports.append(try Scenarios.append(name: "append.batch.\(batch).fast", summary: "\(batch) events per commit, faster mode",
                                             events: sizes.batchEvents[batch]!, batch: batch, fast: true))
     }
+    if wanted("objects") {
+        progress("objects")
+        reports += try Scenarios.objects(count: sizes.objects, updates: sizes.objectUpdates, fetches: sizes.fetches)
+    }
     let readScenarios = ["replay", "snapshot.random", "bisect.where", "verify", "storage"].filter(wanted)
     if !readScenarios.isEmpty {
         progress("building a log of \(sizes.logEvents) events for each subject")

@@ -151,17 +151,24 @@ public final class ObjectStore: @unchecked Sendable {
         if let readModel {
             try store.read { txn in
                 try txn.withCursor(readModel) { cursor in
+                    // Keys sort by collection, so each collection is read in one run.
+                    var collection: String?
+                    var objects = StateObject()
                     var entry = try cursor.first()
                     while let current = entry {
                         let parts = current.key.split(separator: 0, maxSplits: 1, omittingEmptySubsequences: false)
                         guard parts.count == 2 else { throw ObjectStoreError.invalidObject("malformed read-model key") }
-                        let collection = String(decoding: parts[0], as: UTF8.self)
+                        let name = String(decoding: parts[0], as: UTF8.self)
+                        if name != collection {
+                            if let collection { found[collection] = .object(objects) }
+                            collection = name
+                            objects = StateObject()
+                        }
                         let id = String(decoding: parts[1], as: UTF8.self)
-                        var objects = found[collection]?.objectValue ?? StateObject()
-                        objects[id] = .object(try Self.decodeStored(current.value, collection: collection, id: id))
-                        found[collection] = .object(objects)
+                        objects[id] = .object(try Self.decodeStored(current.value, collection: name, id: id))
                         entry = try cursor.next()
                     }
+                    if let collection { found[collection] = .object(objects) }
                 }
             }
         }

@@ -114,7 +114,7 @@ extension StateValue {
         case (.object(let x), .object(let y)):
             for (key, old) in x {
                 if let new = y[key] {
-                    diff(old, new, at: path.appending(key), into: &writes)
+                    if old != new { diff(old, new, at: path.appending(key), into: &writes) }
                 } else {
                     writes.append(Write(path.appending(key), old: old, new: nil))
                 }
@@ -123,7 +123,7 @@ extension StateValue {
                 writes.append(Write(path.appending(key), old: nil, new: new))
             }
         case (.array(let x), .array(let y)) where x.count == y.count:
-            for i in x.indices { diff(x[i], y[i], at: path.appending(index: i), into: &writes) }
+            for i in x.indices where x[i] != y[i] { diff(x[i], y[i], at: path.appending(index: i), into: &writes) }
         default:
             if a != b { writes.append(Write(path, old: a, new: b)) }
         }
