@@ -14,11 +14,12 @@ struct Sizes {
     var objects: Int
     var objectUpdates: Int
     var fetches: Int
+    var perProducer: Int
 
     static let quick = Sizes(singleCommits: 100, batchEvents: [1: 500, 100: 5_000, 10_000: 50_000], logEvents: 100_000,
-                             snapshotProbes: 2_000, bisects: 20, objects: 10_000, objectUpdates: 40_000, fetches: 5_000)
+                             snapshotProbes: 2_000, bisects: 20, objects: 10_000, objectUpdates: 40_000, fetches: 5_000, perProducer: 50)
     static let full = Sizes(singleCommits: 500, batchEvents: [1: 5_000, 100: 50_000, 10_000: 500_000], logEvents: 1_000_000,
-                            snapshotProbes: 20_000, bisects: 100, objects: 100_000, objectUpdates: 400_000, fetches: 50_000)
+                            snapshotProbes: 20_000, bisects: 100, objects: 100_000, objectUpdates: 400_000, fetches: 50_000, perProducer: 250)
 }
 
 enum Scenarios {
@@ -57,6 +58,44 @@ enum Scenarios {
         }
         return ScenarioReport(name: name, summary: summary, measurements: measurements,
                               note: "ops/s are events per second; latencies are per commit of \(batch) event\(batch == 1 ? "" : "s")")
+    }
+
+    /// `producers` threads each append `perProducer` events durably: with group commit
+    /// (`appendGrouped`), and with one commit each (`append`), in the same run.
+    static func concurrent(producers: Int, perProducer: Int) throws -> ScenarioReport {
+        func run(grouped: Bool) throws -> Measurement {
+            let scratch = Scratch()
+            let store = try EventStore(path: scratch.file("eventlog.lmdb"))
+            let done = DispatchGroup()
+            let failures = FailureCount()
+            let seconds = time {
+                for producer in 0..<producers {
+                    done.enter()
+                    Thread {
+                        let path = StatePath([.key("producers"), .key("p\(producer)")])
+                        for i in 0..<perProducer {
+                            let event = Event(stream: "bench", type: "tick", origin: .system, payload: ["producer": .int(Int64(producer))],
+                                              writes: [Write(path, old: i == 0 ? nil : .int(Int64(i - 1)), new: .int(Int64(i)))])
+                            do {
+                                if grouped { try store.appendGrouped(event) } else { try store.append(event) }
+                            } catch {
+                                failures.add()
+                            }
+                        }
+                        done.leave()
+                    }.start()
+                }
+                done.wait()
+            }
+            guard failures.value == 0, try store.lastSeq() == UInt64(producers * perProducer) else {
+                throw BenchmarkError(description: "concurrent appends lost events (\(failures.value) failed)")
+            }
+            return Measurement(subject: grouped ? "eventlog, grouped" : "eventlog, one commit each",
+                               operations: producers * perProducer, seconds: seconds)
+        }
+        return ScenarioReport(name: "append.concurrent", summary: "\(producers) producer threads, one durable event at a time each",
+                              measurements: [try run(grouped: true), try run(grouped: false)],
+                              note: "\(producers) threads × \(perProducer) events; the ratio is group commit over one commit per event")
     }
 
     /// The large log the read scenarios share, and its peers.
@@ -289,4 +328,12 @@ enum Scenarios {
                            note: "the second row's ratio is the short log's fetch rate over the long log's: near 1.00× means fetch does not depend on the log's length"),
         ]
     }
+}
+
+/// A counter threads may bump.
+final class FailureCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func add() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
 }

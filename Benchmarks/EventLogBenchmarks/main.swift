@@ -59,6 +59,10 @@ do {
         reports.append(try Scenarios.append(name: "append.batch.\(batch).fast", summary: "\(batch) events per commit, faster mode",
                                             events: sizes.batchEvents[batch]!, batch: batch, fast: true))
     }
+    if wanted("append.concurrent") {
+        progress("append.concurrent")
+        reports.append(try Scenarios.concurrent(producers: 16, perProducer: sizes.perProducer))
+    }
     if wanted("objects") {
         progress("objects")
         reports += try Scenarios.objects(count: sizes.objects, updates: sizes.objectUpdates, fetches: sizes.fetches)

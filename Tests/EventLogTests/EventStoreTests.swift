@@ -366,3 +366,43 @@ import Testing
         #expect(output.contains("Entries: 50"))
     }
 }
+
+@Suite struct GroupCommitTests {
+    @Test func concurrentProducersShareCommitsAndLoseNothing() throws {
+        let dir = TemporaryDirectory()
+        let store = try EventStore(path: dir.path, options: .testing())
+        let producers = 8
+        let perProducer = 100
+        let done = DispatchGroup()
+        let failures = Counter()
+        for producer in 0..<producers {
+            done.enter()
+            Thread {
+                let path = StatePath([.key("producer\(producer)")])
+                for i in 0..<perProducer {
+                    let event = Event(stream: "s", type: "tick", writes: [Write(path, old: i == 0 ? nil : .int(Int64(i - 1)), new: .int(Int64(i)))])
+                    if (try? store.appendGrouped(event)) == nil { _ = failures.next() }
+                }
+                done.leave()
+            }.start()
+        }
+        done.wait()
+        #expect(failures.next() == 0)
+        #expect(try store.lastSeq() == UInt64(producers * perProducer))
+        let state = try store.currentState
+        for producer in 0..<producers { #expect(state[StatePath([.key("producer\(producer)")])] == .int(Int64(perProducer - 1))) }
+        #expect(try store.verify().isOK)
+    }
+
+    @Test func aRefusedEventFailsAloneInItsGroup() throws {
+        let dir = TemporaryDirectory()
+        let store = try EventStore(path: dir.path, options: .testing())
+        try store.appendGrouped(Event(stream: "s", type: "t", writes: [Write("a", old: nil, new: 1)]))
+        #expect(throws: EventStoreError.staleWrite(path: "a", expected: 7, actual: 1)) {
+            try store.appendGrouped(Event(stream: "s", type: "t", writes: [Write("a", old: 7, new: 8)]))
+        }
+        try store.appendGrouped(Event(stream: "s", type: "t", writes: [Write("a", old: 1, new: 2)]))
+        #expect(try store.currentState == ["a": 2])
+        #expect(try store.lastSeq() == 2)
+    }
+}

@@ -42,6 +42,7 @@ public final class EventStore: @unchecked Sendable {
     /// the last keyframe. Guarded by `lock`, which also serialises this process's writers.
     private var tip = Tip(seq: 0, state: .emptyObject, progress: KeyframeProgress())
     private let lock = NSLock()
+    let groupCommitter = GroupCommitter()
 
     private enum MetaKey {
         static let format = "format"
