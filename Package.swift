@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "EventLog", targets: ["EventLog"]),
         .library(name: "Effects", targets: ["Effects"]),
         .library(name: "Objects", targets: ["Objects"]),
+        .library(name: "EventLogTesting", targets: ["EventLogTesting"]),
         .executable(name: "eventlog", targets: ["eventlog"]),
         .executable(name: "eventlog-bench", targets: ["EventLogBenchmarks"]),
     ],
@@ -25,6 +26,8 @@ let package = Package(
         .target(name: "Objects", dependencies: ["EventLog"]),
         // The botmessages demo app: its effects, properties, sample data and URL routes.
         .target(name: "DemoMessenger", dependencies: ["Effects", "Objects"]),
+        // Test support: temporary stores with hand-moved clocks, reusable checkers.
+        .target(name: "EventLogTesting", dependencies: ["EventLog"]),
         // The `eventlog` commands: a pure parser and a runner, testable in-process.
         .target(name: "EventLogCLI", dependencies: ["EventLog", "Effects", "Objects", "DemoMessenger"]),
         .executableTarget(name: "eventlog", dependencies: ["EventLogCLI"]),
@@ -42,10 +45,10 @@ let package = Package(
             path: "Benchmarks/EventLogBenchmarks"
         ),
 
-        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "CLMDB"]),
-        .testTarget(name: "EffectsTests", dependencies: ["Effects", "EventLog"]),
-        .testTarget(name: "ObjectsTests", dependencies: ["Objects", "EventLog"]),
-        .testTarget(name: "DemoMessengerTests", dependencies: ["DemoMessenger", "Effects", "EventLog"]),
-        .testTarget(name: "EventLogCLITests", dependencies: ["EventLogCLI", "EventLog"]),
+        .testTarget(name: "EventLogTests", dependencies: ["EventLog", "EventLogTesting", "CLMDB"]),
+        .testTarget(name: "EffectsTests", dependencies: ["Effects", "EventLog", "EventLogTesting"]),
+        .testTarget(name: "ObjectsTests", dependencies: ["Objects", "EventLog", "EventLogTesting"]),
+        .testTarget(name: "DemoMessengerTests", dependencies: ["DemoMessenger", "Effects", "EventLog", "EventLogTesting"]),
+        .testTarget(name: "EventLogCLITests", dependencies: ["EventLogCLI", "EventLog", "EventLogTesting"]),
     ]
 )

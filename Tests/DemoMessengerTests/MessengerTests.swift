@@ -1,6 +1,7 @@
 import DemoMessenger
 import Effects
 import EventLog
+import EventLogTesting
 import Foundation
 import Testing
 
@@ -60,20 +61,17 @@ import Testing
 }
 
 final class MessengerHarness {
-    let directory = NSTemporaryDirectory() + "messenger-\(UUID().uuidString)"
-    let clock = ManualClock(start: Timestamp(microsecondsSince1970: 1_764_468_000_000_000), stepMicroseconds: 1_000)
-    let store: EventStore
+    let temporary: TemporaryEventStore
+    var clock: ManualClock { temporary.clock }
+    var store: EventStore { temporary.store }
+    var directory: String { temporary.path }
     let engine: EffectEngine<MessengerModel>
 
     init(regression: Regression? = nil, keyframeRatio: UInt32 = 8) throws {
-        var options = EventStore.Options()
-        options.clock = clock.clock
-        options.keyframePolicy = KeyframePolicy(ratio: keyframeRatio)
-        store = try EventStore(path: directory, options: options)
-        engine = try EffectEngine(store: store, model: MessengerModel(regression: regression))
+        temporary = try TemporaryEventStore(start: Timestamp(microsecondsSince1970: 1_764_468_000_000_000),
+                                            keyframePolicy: KeyframePolicy(ratio: keyframeRatio))
+        engine = try EffectEngine(store: temporary.store, model: MessengerModel(regression: regression))
     }
-
-    deinit { try? FileManager.default.removeItem(atPath: directory) }
 
     func open(_ url: String, origin: Origin = .url) throws -> EffectEngine<MessengerModel>.PlanRun {
         try engine.run(try MessengerRouter.plan(for: url), origin: origin)

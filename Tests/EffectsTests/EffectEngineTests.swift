@@ -1,7 +1,8 @@
-import Foundation
-import Testing
 @testable import Effects
 import EventLog
+import EventLogTesting
+import Foundation
+import Testing
 
 /// A tiny app for testing the engine alone: a counter-like `label` and a `list` that must be
 /// on screen before `scroll` writes.
@@ -60,21 +61,16 @@ struct TestModel: EffectModel {
 }
 
 final class Harness {
-    let directory: String
-    let clock = ManualClock(start: Timestamp(microsecondsSince1970: 1_000_000_000))
-    let store: EventStore
+    let temporary: TemporaryEventStore
+    var clock: ManualClock { temporary.clock }
+    var store: EventStore { temporary.store }
     let engine: EffectEngine<TestModel>
 
     init() throws {
-        directory = NSTemporaryDirectory() + "effects-\(UUID().uuidString)"
-        var options = EventStore.Options()
-        options.clock = clock.clock
-        options.keyframePolicy = KeyframePolicy(ratio: 2, minimumEvents: 2)
-        store = try EventStore(path: directory, options: options)
-        engine = try EffectEngine(store: store, model: TestModel())
+        temporary = try TemporaryEventStore(start: Timestamp(microsecondsSince1970: 1_000_000_000), stepMicroseconds: 0,
+                                            keyframePolicy: KeyframePolicy(ratio: 2, minimumEvents: 2))
+        engine = try EffectEngine(store: temporary.store, model: TestModel())
     }
-
-    deinit { try? FileManager.default.removeItem(atPath: directory) }
 
     func outcomes(_ records: [EventRecord]) -> [String] {
         records.map { "\($0.event.type):\($0.event.outcome.name)" }

@@ -1,7 +1,8 @@
 import EventLog
+@testable import EventLogCLI
+import EventLogTesting
 import Foundation
 import Testing
-@testable import EventLogCLI
 
 @Suite struct LogCommandTests {
     let dir = TemporaryDirectory()

@@ -2,21 +2,6 @@ import EventLog
 import Foundation
 @testable import EventLogCLI
 
-/// A fresh directory removed when the value dies.
-final class TemporaryDirectory {
-    let path: String
-
-    init(_ name: String = #function) {
-        let safe = name.filter { $0.isLetter || $0.isNumber }
-        path = NSTemporaryDirectory() + "eventlog-cli-tests-\(safe)-\(UUID().uuidString)"
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    func file(_ name: String) -> String { path + "/" + name }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
-
 /// What one command printed and returned.
 struct Outcome {
     var code: Int32

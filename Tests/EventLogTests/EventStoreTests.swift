@@ -1,7 +1,8 @@
 import CLMDB
+@testable import EventLog
+import EventLogTesting
 import Foundation
 import Testing
-@testable import EventLog
 
 @Suite struct EventStoreTests {
     @Test func sequenceIsDenseFromOneAndPersistsAcrossReopen() throws {
@@ -27,6 +28,7 @@ import Testing
         #expect(try reopened.keyframeCount() == reopened.keyframeSeqs().count)
         #expect(try reopened.keyframeCount() > 1)
         #expect(try reopened.verify().isOK)
+        #expect(try reopened.firstSnapshotMismatch() == nil)
     }
 
     @Test func rangeReadsAreInclusiveAndCanStopEarly() throws {
@@ -165,6 +167,7 @@ import Testing
         }
         let report = try store.verify()
         #expect(report.problem == .init(seq: target, reason: "keyframe differs from the fold of the write sets at n"))
+        #expect(try store.firstSnapshotMismatch() == target)
     }
 
     @Test func verifyFindsAMissingKeyframe() throws {

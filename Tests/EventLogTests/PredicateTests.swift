@@ -1,6 +1,7 @@
+@testable import EventLog
+import EventLogTesting
 import Foundation
 import Testing
-@testable import EventLog
 
 @Suite struct PredicateTests {
     static let state: StateValue = [

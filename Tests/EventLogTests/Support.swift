@@ -1,22 +1,6 @@
 import Foundation
 @testable import EventLog
 
-/// A fresh directory under the system's temporary directory, removed when the value dies.
-final class TemporaryDirectory {
-    let path: String
-
-    init(_ name: String = #function) {
-        let safe = name.filter { $0.isLetter || $0.isNumber }
-        path = NSTemporaryDirectory() + "eventlog-tests-\(safe)-\(UUID().uuidString)"
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    /// A path inside the directory.
-    func file(_ name: String) -> String { path + "/" + name }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
-
 /// A clock that starts at a fixed moment and ticks one millisecond per reading.
 func steppingClock(start: Int64 = 1_764_468_000_000_000) -> Clock {
     let counter = Counter()

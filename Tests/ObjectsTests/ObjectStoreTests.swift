@@ -1,7 +1,8 @@
 import EventLog
+import EventLogTesting
 import Foundation
-import Testing
 @testable import Objects
+import Testing
 
 /// The source's blog post: title, body, views, a draft flag, and a publish date stored under
 /// its own JSON key in its own format.
@@ -24,19 +25,15 @@ struct BlogPost: StoredObject, Equatable {
 }
 
 final class ObjectsHarness {
-    let directory = NSTemporaryDirectory() + "objects-\(UUID().uuidString)"
-    let clock = ManualClock(start: Timestamp(microsecondsSince1970: 1_764_468_340_123_456), stepMicroseconds: 1_500)
-    let store: EventStore
+    let temporary: TemporaryEventStore
+    var clock: ManualClock { temporary.clock }
+    var store: EventStore { temporary.store }
     let objects: ObjectStore
 
     init() throws {
-        var options = EventStore.Options()
-        options.clock = clock.clock
-        store = try EventStore(path: directory, options: options)
-        objects = try ObjectStore(store: store)
+        temporary = try TemporaryEventStore(stepMicroseconds: 1_500)
+        objects = try ObjectStore(store: temporary.store)
     }
-
-    deinit { try? FileManager.default.removeItem(atPath: directory) }
 
     static func post(_ title: String = "Blog Post Title!") -> BlogPost {
         BlogPost(title: title, body: "Body of the blog post.", views: 0, draft: true,
