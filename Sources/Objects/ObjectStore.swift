@@ -225,7 +225,7 @@ public final class ObjectStore: @unchecked Sendable {
     }
 
     private func writableReadModel() throws -> Database {
-        guard let readModel, !store.environment.isReadOnly else { throw EventStoreError.readOnly }
+        guard let readModel, !store.isReadOnly else { throw EventStoreError.readOnly }
         return readModel
     }
 

@@ -213,7 +213,7 @@ import Testing
         let dir = TemporaryDirectory()
         _ = try EventStore(path: dir.path, options: .testing())
         do {
-            let environment = try Environment(path: dir.path)
+            let environment = try Environment.open(path: dir.path)
             try environment.write { txn in
                 let meta = try #require(try txn.openDatabase(named: "meta"))
                 try txn.put(meta, key: "format", value: 99)
@@ -240,7 +240,7 @@ import Testing
     @Test func aPlainLMDBEnvironmentIsNotAnEventLog() throws {
         let dir = TemporaryDirectory()
         do {
-            let environment = try Environment(path: dir.path)
+            let environment = try Environment.open(path: dir.path)
             try environment.write { txn in
                 let other = try #require(try txn.openDatabase(named: "other", create: true))
                 try txn.put(other, key: "k", value: 1)
@@ -264,6 +264,8 @@ import Testing
         let dir = TemporaryDirectory()
         let a = try EventStore(path: dir.path, options: .testing())
         let b = try EventStore(path: dir.path, options: .testing())
+        // LMDB forbids opening one environment twice in a process: the stores share it.
+        #expect(a.environment === b.environment)
         try a.append(Event(stream: "s", type: "t", writes: [Write("x", old: nil, new: 1)]))
         // b's cached state is stale; its write must be checked against the newest state.
         #expect(throws: EventStoreError.self) { try b.append(Event(stream: "s", type: "t", writes: [Write("x", old: nil, new: 2)])) }
@@ -298,7 +300,7 @@ import Testing
         let dir = TemporaryDirectory()
         var options = Environment.Options()
         options.mapSize = 64 << 10
-        let environment = try Environment(path: dir.path, options: options)
+        let environment = try Environment.open(path: dir.path, options: options)
         let db = try environment.write { try #require(try $0.openDatabase(named: "d", create: true)) }
         let value = [UInt8](repeating: 7, count: 4096)
         var attempts = 0
@@ -314,7 +316,7 @@ import Testing
 
     @Test func errorsCarryTheCodeAndLMDBsText() throws {
         let dir = TemporaryDirectory()
-        let environment = try Environment(path: dir.path)
+        let environment = try Environment.open(path: dir.path)
         let db = try environment.write { try #require(try $0.openDatabase(named: "d", create: true)) }
         do {
             try environment.write { txn in
@@ -330,7 +332,7 @@ import Testing
 
     @Test func cursorsWalkBothWaysAndSeek() throws {
         let dir = TemporaryDirectory()
-        let environment = try Environment(path: dir.path)
+        let environment = try Environment.open(path: dir.path)
         let db = try environment.write { try #require(try $0.openDatabase(named: "d", create: true)) }
         try environment.write { txn in
             for seq: UInt64 in [10, 20, 30] { try RecordCodec.withKey(seq) { try txn.put(db, key: $0, value: $0) } }

@@ -30,7 +30,10 @@ public final class EventStore: @unchecked Sendable {
         public init() {}
     }
 
+    /// The LMDB environment, shared with any other store of this process on the same path.
     public let environment: Environment
+    /// Whether this store was opened read-only (its environment may be shared with a writer).
+    public let isReadOnly: Bool
     public let keyframePolicy: KeyframePolicy
     let events: Database
     let keyframes: Database
@@ -60,7 +63,8 @@ public final class EventStore: @unchecked Sendable {
         environmentOptions.readOnly = options.readOnly
         environmentOptions.durability = options.durability
         environmentOptions.mapSize = options.initialMapSize
-        environment = try Environment(path: path, options: environmentOptions)
+        environment = try Environment.open(path: path, options: environmentOptions)
+        isReadOnly = options.readOnly
         clock = options.clock
 
         let open = { (txn: borrowing Transaction, create: Bool) throws -> (Database, Database, Database, KeyframePolicy?) in
@@ -123,7 +127,7 @@ public final class EventStore: @unchecked Sendable {
     /// effects outside the batch.
     @discardableResult
     public func transact<R>(_ body: (inout AppendBatch) throws -> R) throws -> R {
-        guard !environment.isReadOnly else { throw EventStoreError.readOnly }
+        guard !isReadOnly else { throw EventStoreError.readOnly }
         lock.lock()
         defer { lock.unlock() }
         var newTip = Tip.unknown
@@ -151,7 +155,7 @@ public final class EventStore: @unchecked Sendable {
         guard !["events", "keyframes", "meta"].contains(name) else {
             preconditionFailure("\(name) is one of the log's own databases")
         }
-        if create && !environment.isReadOnly {
+        if create && !isReadOnly {
             return try environment.write { try $0.openDatabase(named: name, create: true) }
         }
         return try environment.read { try $0.openDatabase(named: name) }

@@ -12,9 +12,6 @@ public struct Write: Sendable, Hashable {
         self.old = old
         self.new = new
     }
-
-    /// Whether the write leaves the state as it was.
-    public var isNoOp: Bool { old == new }
 }
 
 /// A write that does not fit the state it is applied to.

@@ -1,4 +1,5 @@
 import CLMDB
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -49,12 +50,10 @@ public final class Environment: @unchecked Sendable {
     /// resized: `mdb_env_set_mapsize` requires that no transaction of the process is active.
     private let resizeLock: UnsafeMutablePointer<pthread_rwlock_t>
 
-    /// Opens (and, unless read-only, creates) the environment in directory `path`.
-    /// Every failure closes what was opened before throwing.
-    public init(path: String, options: Options = Options()) throws {
-        if !options.readOnly && options.createIfMissing {
-            if mkdir(path, 0o755) != 0 && errno != EEXIST { throw LMDBError(code: errno) }
-        }
+    /// Opens the environment in directory `path`, which must exist unless read-only. Every
+    /// failure closes what was opened before throwing. Reach it through `open(path:options:)`,
+    /// which never opens one directory twice.
+    private init(path: String, options: Options) throws {
         var env: OpaquePointer?
         try check(mdb_env_create(&env))
         guard let env else { throw LMDBError(code: ENOMEM) }
@@ -76,6 +75,36 @@ public final class Environment: @unchecked Sendable {
         pthread_rwlock_init(resizeLock, nil)
     }
 
+    /// LMDB forbids opening one environment twice in a process (closing either would drop the
+    /// other's file locks), so handles are shared: the open environments, by directory.
+    private nonisolated(unsafe) static var opened: [String: WeakEnvironment] = [:]
+    private static let openedLock = NSLock()
+
+    private struct WeakEnvironment {
+        weak var environment: Environment?
+    }
+
+    /// Opens the environment in directory `path` (creating it unless read-only), or returns
+    /// the one this process already has open there; the first opener's options win. A
+    /// read-only environment is not shared with a caller who wants to write (`EBUSY`).
+    public static func open(path: String, options: Options = Options()) throws -> Environment {
+        if !options.readOnly && options.createIfMissing {
+            if mkdir(path, 0o755) != 0 && errno != EEXIST { throw LMDBError(code: errno) }
+        }
+        let key = URL(fileURLWithPath: path).resolvingSymlinksInPath().standardizedFileURL.path
+        openedLock.lock()
+        defer { openedLock.unlock() }
+        if let existing = opened[key]?.environment, options.readOnly || !existing.isReadOnly {
+            return existing
+        }
+        if opened[key]?.environment != nil {
+            throw LMDBError(code: EBUSY) // open read-only in this process; close it first
+        }
+        let environment = try Environment(path: path, options: options)
+        opened[key] = WeakEnvironment(environment: environment)
+        return environment
+    }
+
     deinit {
         mdb_env_close(handle)
         pthread_rwlock_destroy(resizeLock)
@@ -87,15 +116,6 @@ public final class Environment: @unchecked Sendable {
         var info = MDB_envinfo()
         mdb_env_info(handle, &info)
         return info.me_mapsize
-    }
-
-    /// Bytes of the data file in use (last page number + 1, times the page size).
-    public var usedBytes: Int {
-        var info = MDB_envinfo()
-        var stat = MDB_stat()
-        mdb_env_info(handle, &info)
-        mdb_env_stat(handle, &stat)
-        return (info.me_last_pgno + 1) * Int(stat.ms_psize)
     }
 
     /// Runs `body` in a read-only snapshot of the database. Database handles opened inside
