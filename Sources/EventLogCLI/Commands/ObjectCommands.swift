@@ -17,8 +17,9 @@ enum ObjectCommands {
               list TYPE             print the objects in id order (--after ID and --limit N page through them)
               delete TYPE ID        delete one object
               delete-all TYPE       delete every object of TYPE in one event
-            The store manages "id", "version", "createdAt" and "updatedAt" (RFC 3339). A missing object,
-            a version conflict or an invalid object exits 2 and appends nothing.
+            A save replaces the object's fields with the given ones; the store manages "id", "version",
+            "createdAt" and "updatedAt" (RFC 3339). A missing object, a version conflict or an invalid
+            object exits 2 and appends nothing.
             """,
         arguments: [
             .init(name: "ACTION", help: "save, get, list, delete or delete-all."),
