@@ -68,8 +68,14 @@ struct BinaryReader {
 
     mutating func string() throws(DecodingError) -> String {
         let length = try count()
-        defer { offset += length }
-        return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length]), as: UTF8.self)
+        guard length > 0, let base = bytes.baseAddress else { return "" }
+        let start = base + offset
+        offset += length
+        // Copies straight from the mapped bytes; invalid UTF-8 is repaired, never trusted.
+        return String(unsafeUninitializedCapacity: length) { buffer in
+            UnsafeMutableRawBufferPointer(buffer).copyMemory(from: UnsafeRawBufferPointer(start: start, count: length))
+            return length
+        }
     }
 
     /// Skips `length` bytes.
