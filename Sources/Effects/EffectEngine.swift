@@ -4,7 +4,7 @@ import Foundation
 /// Runs plans through one `apply` step, whatever started them: a tap, a URL, a test or a
 /// capture script differ only in the origin they record.
 ///
-/// For every step, inside one write transaction and in this order:
+/// For every step, in this order (the steps a call runs share one write transaction):
 /// 1. if a newer plan has started (here or in another process) the rest of this plan is
 ///    recorded `cancelled`;
 /// 2. the effect's guard runs; a failure is recorded `skipped` with its reason and the plan
@@ -75,14 +75,14 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
     }
 
     /// Starts `plan`, superseding any plan of this engine still waiting (its remaining steps
-    /// are recorded `cancelled`), and runs its steps until it finishes or waits.
+    /// are recorded `cancelled`), and runs its steps until it finishes or waits. The plan's
+    /// start and the steps it runs now commit together, in one transaction.
     @discardableResult
     public func run(_ plan: Plan<Model.Effect>, origin: Origin) throws -> PlanRun {
         try lock.withLock {
-            var records: [EventRecord] = []
-            let id: String = try store.transact { batch in
-                records = []
-                if let previous = active { records += try cancelRemaining(of: previous, in: &batch) }
+            let previous = active
+            let (id, advanced) = try store.transact { batch in
+                let cancelled = try previous.map { try cancelRemaining(of: $0, in: &batch) } ?? []
                 let id = "plan-\(batch.lastSeq + 1)"
                 let started = Event(
                     stream: Self.planStream, type: "planStarted", origin: origin,
@@ -90,12 +90,13 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
                     payload: ["steps": .array(plan.steps.map { .string($0.description) })],
                     writes: [Write("plan.id", old: batch.state["plan.id"], new: .string(id)),
                              Write("plan.source", old: batch.state["plan.source"], new: .string(plan.source))])
-                records.append(try batch.append(started))
-                return id
+                let record = try batch.append(started)
+                var advanced = try advance(ActivePlan(id: id, plan: plan, origin: origin), in: &batch)
+                advanced.records = cancelled + [record] + advanced.records
+                return (id, advanced)
             }
-            active = ActivePlan(id: id, plan: plan, origin: origin)
-            let (more, status) = try drain()
-            return PlanRun(id: id, records: records + more, status: status)
+            active = advanced.plan
+            return PlanRun(id: id, records: advanced.records, status: advanced.status)
         }
     }
 
@@ -104,9 +105,10 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
     @discardableResult
     public func resume() throws -> PlanRun? {
         try lock.withLock {
-            guard let id = active?.id else { return nil }
-            let (records, status) = try drain()
-            return PlanRun(id: id, records: records, status: status)
+            guard let waiting = active else { return nil }
+            let advanced = try store.transact { batch in try advance(waiting, in: &batch) }
+            active = advanced.plan
+            return PlanRun(id: waiting.id, records: advanced.records, status: advanced.status)
         }
     }
 
@@ -115,55 +117,47 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
     @discardableResult
     public func apply(_ step: Step<Model.Effect>, origin: Origin) throws -> [EventRecord] {
         try lock.withLock {
-            let record = try store.transact { batch in
-                try batch.append(resolvedEvent(for: step, origin: origin, cause: nil, state: batch.state, deadline: nil).event!)
+            let waiting = active
+            let (record, advanced) = try store.transact { batch in
+                let record = try batch.append(resolvedEvent(for: step, origin: origin, cause: nil, state: batch.state, deadline: nil).event!)
+                return (record, try waiting.map { try advance($0, in: &batch) })
             }
-            return [record] + (try drain().records)
+            if let advanced { active = advanced.plan }
+            return [record] + (advanced?.records ?? [])
         }
     }
 
     // MARK: The apply step
 
-    private enum StepResult {
-        case recorded(EventRecord)
-        case superseded([EventRecord])
-        case waiting(String, Timestamp)
+    /// Where a plan stands after `advance`: what it recorded, its status, and the plan to keep
+    /// (only while it waits).
+    private struct Advance {
+        var records: [EventRecord]
+        var status: Status
+        var plan: ActivePlan?
     }
 
-    /// Runs the active plan's steps until it finishes, waits or is superseded.
-    private func drain() throws -> (records: [EventRecord], status: Status) {
+    /// Runs `plan`'s steps inside `batch` until it finishes, waits or is superseded. Pure with
+    /// respect to the engine: the caller adopts the result once the transaction commits.
+    private func advance(_ plan: ActivePlan, in batch: inout AppendBatch) throws -> Advance {
+        var plan = plan
         var records: [EventRecord] = []
-        while var current = active {
-            guard current.next < current.plan.steps.count else {
-                active = nil
-                return (records, .finished)
+        while plan.next < plan.plan.steps.count {
+            guard batch.state["plan.id"] == .string(plan.id) else {
+                return Advance(records: records + (try cancelRemaining(of: plan, in: &batch)), status: .superseded)
             }
-            let step = current.plan.steps[current.next]
-            let cause = Cause(id: current.id, step: current.next + 1, source: current.plan.source)
-            let result: StepResult = try store.transact { batch in
-                guard batch.state["plan.id"] == .string(current.id) else {
-                    return .superseded(try cancelRemaining(of: current, in: &batch))
-                }
-                let resolved = resolvedEvent(for: step, origin: current.origin, cause: cause, state: batch.state, deadline: current.deadline)
-                if let event = resolved.event { return .recorded(try batch.append(event)) }
-                return .waiting(resolved.waitingFor!, resolved.deadline!)
+            let step = plan.plan.steps[plan.next]
+            let cause = Cause(id: plan.id, step: plan.next + 1, source: plan.plan.source)
+            let resolved = resolvedEvent(for: step, origin: plan.origin, cause: cause, state: batch.state, deadline: plan.deadline)
+            guard let event = resolved.event else {
+                plan.deadline = resolved.deadline
+                return Advance(records: records, status: .waiting(for: resolved.waitingFor!, deadline: resolved.deadline!), plan: plan)
             }
-            switch result {
-            case .recorded(let record):
-                records.append(record)
-                current.next += 1
-                current.deadline = nil
-                active = current
-            case .superseded(let cancelled):
-                active = nil
-                return (records + cancelled, .superseded)
-            case .waiting(let description, let deadline):
-                current.deadline = deadline
-                active = current
-                return (records, .waiting(for: description, deadline: deadline))
-            }
+            records.append(try batch.append(event))
+            plan.next += 1
+            plan.deadline = nil
         }
-        return (records, .finished)
+        return Advance(records: records, status: .finished)
     }
 
     /// The event a step makes in `state`, or what it is waiting for.
