@@ -43,7 +43,7 @@ public final class EventStore: @unchecked Sendable {
 
     /// The newest state this process knows of, the seq it follows, and the progress since
     /// the last keyframe. Guarded by `lock`, which also serialises this process's writers.
-    private var tip = Tip(seq: 0, state: .emptyObject, progress: KeyframeProgress())
+    private var tip = Tip.unknown
     private let lock = NSLock()
     let groupCommitter = GroupCommitter()
 
@@ -55,9 +55,9 @@ public final class EventStore: @unchecked Sendable {
 
     /// Opens the event log in directory `path`, creating it unless `options.readOnly`.
     public init(path: String, options: Options = Options()) throws {
-        var isDirectory: ObjCBool = false
-        let exists = FileManager.default.fileExists(atPath: path + "/data.mdb", isDirectory: &isDirectory)
-        if options.readOnly && !exists { throw EventStoreError.notFound(path: path) }
+        if options.readOnly && !FileManager.default.fileExists(atPath: path + "/data.mdb") {
+            throw EventStoreError.notFound(path: path)
+        }
 
         var environmentOptions = Environment.Options()
         environmentOptions.readOnly = options.readOnly
