@@ -18,14 +18,8 @@ enum Render {
     /// `   12  2026-11-30T02:05:40.123Z  url      applied    messenger/clearListFilter  listFilter: "bots" → null`
     static func logLine(_ record: EventRecord) -> String {
         let event = record.event
-        let detail: String
-        switch event.outcome {
-        case .applied: detail = event.writes.map(write).joined(separator: "; ")
-        case .skipped(let reason): detail = reason
-        case .cancelled: detail = event.cause.map { "superseded during plan \($0.id)" } ?? ""
-        }
-        let seq = String(record.seq)
-        return String(repeating: " ", count: max(0, 7 - seq.count)) + seq
+        let detail = detail(event)
+        return seq(record)
             + "  " + shortTime(record.time)
             + "  " + event.origin.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)
             + event.outcome.name.padding(toLength: 10, withPad: " ", startingAt: 0)
@@ -36,18 +30,26 @@ enum Render {
     /// One step of a plan's trace: `     14  1  scrollToAvatarRow(aria-7)  applied    messenger.avatarScrollTarget: null → "aria-7"`.
     static func traceLine(_ record: EventRecord) -> String {
         let event = record.event
-        let seq = String(record.seq)
-        let detail: String
-        switch event.outcome {
-        case .applied: detail = event.writes.map(write).joined(separator: "; ")
-        case .skipped(let reason): detail = reason
-        case .cancelled: detail = "superseded by a newer plan"
-        }
-        return String(repeating: " ", count: max(0, 7 - seq.count)) + seq
+        return seq(record)
             + "  " + String(event.cause?.step ?? 0).padding(toLength: 3, withPad: " ", startingAt: 0)
             + stepName(event).padding(toLength: 36, withPad: " ", startingAt: 0)
             + " " + event.outcome.name.padding(toLength: 10, withPad: " ", startingAt: 0)
-            + detail
+            + detail(event)
+    }
+
+    /// What an event did: its writes, why it was skipped, or that it was cancelled.
+    static func detail(_ event: Event) -> String {
+        switch event.outcome {
+        case .applied: event.writes.map(write).joined(separator: "; ")
+        case .skipped(let reason): reason
+        case .cancelled: "superseded by a newer plan" + (event.cause.map { " (during \($0.id))" } ?? "")
+        }
+    }
+
+    /// The seq, right-aligned in seven columns.
+    private static func seq(_ record: EventRecord) -> String {
+        let seq = String(record.seq)
+        return String(repeating: " ", count: max(0, 7 - seq.count)) + seq
     }
 
     /// `expandAvatar(aria-7)`: the event type and its payload's values.
