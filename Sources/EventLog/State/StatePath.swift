@@ -56,7 +56,11 @@ public struct StatePath: Sendable, Hashable, CustomStringConvertible, Expressibl
     }
 
     static func isDelimiter(_ c: Unicode.Scalar) -> Bool {
-        c == "." || c == "[" || c == "]" || c == "\"" || c.properties.isWhitespace
+        if c.isASCII {
+            // The common case, without a Unicode property lookup.
+            return c == "." || c == "[" || c == "]" || c == "\"" || c == " " || (c.value >= 0x09 && c.value <= 0x0D)
+        }
+        return c.properties.isWhitespace
     }
 }
 
