@@ -193,3 +193,52 @@ import Testing
         #expect(usage.code == 2)
     }
 }
+
+@Suite struct DamagedDatabaseTests {
+    let dir = TemporaryDirectory()
+    var db: String { dir.file("damaged.lmdb") }
+
+    /// Flips one byte inside the payload of the event whose payload is `needle`.
+    func flipByte(in needle: String) throws {
+        let file = URL(fileURLWithPath: db + "/data.mdb")
+        var data = try Data(contentsOf: file)
+        let range = try #require(data.range(of: Data(needle.utf8)))
+        data[range.lowerBound + 2] ^= 0x01
+        try data.write(to: file)
+    }
+
+    @Test func aCorruptRecordIsAProblemForVerifyShowAndReplay() throws {
+        let lines = (1...50).map { #"{"stream":"s","type":"t","payload":"needle-\#($0)-end"}"# }.joined(separator: "\n")
+        #expect(eventlog(["import", "-", "--db", db], stdin: lines).code == 0)
+        try flipByte(in: "needle-30-end")
+        let verify = eventlog(["verify", "--db", db])
+        #expect(verify.code == 1)
+        #expect(verify.out.hasPrefix("problem at seq 30: checksum mismatch"))
+        let show = eventlog(["show", "30", "--db", db])
+        #expect(show.code == 1)
+        #expect(show.err.hasPrefix("Error: record 30 is corrupt: checksum mismatch"))
+        #expect(eventlog(["show", "29", "--db", db]).code == 0)
+        #expect(eventlog(["replay", "--db", db]).code == 1)
+        #expect(eventlog(["export", "--db", db]).code == 1)
+    }
+
+    @Test func aNewerFormatExitsThree() throws {
+        #expect(eventlog(["import", "-", "--db", db], stdin: #"{"stream":"s","type":"t"}"#).code == 0)
+        try Environment.open(path: db).write { txn in
+            let meta = try #require(try txn.openDatabase(named: "meta"))
+            try txn.put(meta, key: "format", value: 2)
+        }
+        let result = eventlog(["info", "--db", db])
+        #expect(result.code == 3)
+        #expect(result.err == "Error: cannot open \(db): the database has format version 2, newer than the 1 this build reads; upgrade eventlog\n")
+        #expect(eventlog(["import", "-", "--db", db], stdin: #"{"stream":"s","type":"t"}"#).code == 3)
+    }
+
+    @Test func aDirectoryThatIsNotAnEventLogExitsThree() throws {
+        try FileManager.default.createDirectory(atPath: db, withIntermediateDirectories: true)
+        try Data("not lmdb at all".utf8).write(to: URL(fileURLWithPath: db + "/data.mdb"))
+        let result = eventlog(["log", "--db", db])
+        #expect(result.code == 3)
+        #expect(result.err.hasPrefix("Error: cannot open \(db): "))
+    }
+}
