@@ -19,7 +19,9 @@ import Foundation
 /// the app's properties under `model.stream`, `navigation.path` and `navigation.sheet`, and
 /// the active plan under `plan`.
 public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
+    /// The log every step is appended to.
     public let store: EventStore
+    /// The app's effects: their guards, waits and writes.
     public let model: Model
 
     /// What became of a plan when `run` or `resume` returned.

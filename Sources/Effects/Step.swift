@@ -80,7 +80,9 @@ public enum Step<Effect: NamedEffect>: Sendable, Hashable, CustomStringConvertib
 
 /// An ordered list of steps, and the text (a URL, a command) it came from.
 public struct Plan<Effect: NamedEffect>: Sendable, Hashable {
+    /// Where the plan came from, such as its URL; recorded in every step's cause.
     public var source: String
+    /// The steps, run in order.
     public var steps: [Step<Effect>]
 
     public init(source: String, steps: [Step<Effect>]) {

@@ -19,6 +19,7 @@ public final class ObjectStore: @unchecked Sendable {
     /// The fields the store manages in every object.
     public static let managedFields = ["id", "version", "createdAt", "updatedAt"]
 
+    /// Attaches to `store`, creating the read model unless the store is read-only.
     public init(store: EventStore) throws {
         self.store = store
         readModel = try store.openDatabase(named: "objects", create: true)

@@ -23,6 +23,7 @@ extension StoredObject {
 
 /// An object as stored, with what the store keeps about it.
 public struct Saved<Object> {
+    /// The object, with its `id` set.
     public var object: Object
     public var id: String
     /// 1 when created, one more with every save: what `expectedVersion` compares with.

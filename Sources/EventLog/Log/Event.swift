@@ -26,8 +26,11 @@ public enum Outcome: Sendable, Hashable {
 /// The plan or command an event belongs to: its id, the step index inside it, and the text
 /// that started it (a URL, a command line), if any.
 public struct Cause: Sendable, Hashable {
+    /// The plan or command, such as `plan-12`.
     public var id: String
+    /// The step inside it: 0 for the plan's start, then 1, 2, …
     public var step: Int
+    /// The text that started it (a URL, a command line); empty when there is none.
     public var source: String
 
     public init(id: String, step: Int = 0, source: String = "") {
@@ -44,8 +47,11 @@ public struct Event: Sendable, Hashable {
     public var stream: String
     /// The name of the change, such as `clearListFilter`.
     public var type: String
+    /// Who asked for it: a tap, a URL, a test, a capture script or the system.
     public var origin: Origin
+    /// The plan or command it belongs to, if any.
     public var cause: Cause?
+    /// Applied, skipped (with the reason) or cancelled.
     public var outcome: Outcome
     /// The event's arguments, free-form.
     public var payload: StateValue
@@ -67,9 +73,12 @@ public struct Event: Sendable, Hashable {
 /// An event as stored: its dense sequence number (from 1), the time it was appended, and the
 /// CRC-32C that covers the sequence number and every stored byte of the record.
 public struct EventRecord: Sendable, Hashable {
+    /// The dense sequence number, from 1.
     public var seq: UInt64
+    /// When the event was appended, from the store's clock.
     public var time: Timestamp
     public var event: Event
+    /// The CRC-32C stored with the record.
     public var checksum: UInt32
 
     public init(seq: UInt64, time: Timestamp, event: Event, checksum: UInt32) {

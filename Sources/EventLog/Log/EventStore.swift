@@ -17,8 +17,11 @@ public final class EventStore: @unchecked Sendable {
     /// The newest storage format this build reads and the one it writes.
     public static let formatVersion: UInt32 = 1
 
+    /// How to open a store.
     public struct Options: Sendable {
+        /// Open an existing log for reading only; never creates anything.
         public var readOnly = false
+        /// Whether every commit is flushed (the default) or the last may be lost on power loss.
         public var durability: Environment.Durability = .full
         /// The map size a new environment starts with; it grows on demand.
         public var initialMapSize = 64 << 20
@@ -34,6 +37,7 @@ public final class EventStore: @unchecked Sendable {
     public let environment: Environment
     /// Whether this store was opened read-only (its environment may be shared with a writer).
     public let isReadOnly: Bool
+    /// When keyframes are written, as stored in the database when it was created.
     public let keyframePolicy: KeyframePolicy
     let events: Database
     let keyframes: Database

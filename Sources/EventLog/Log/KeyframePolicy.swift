@@ -8,7 +8,9 @@
 /// the length of the log. A small state gets a keyframe every few dozen events; a state of
 /// thousands of objects is copied rarely, never per event.
 public struct KeyframePolicy: Sendable, Hashable {
+    /// Records since the last keyframe, as a multiple of the state's size, before the next.
     public var ratio: UInt32
+    /// The fewest events between two keyframes.
     public var minimumEvents: UInt32
 
     public init(ratio: UInt32 = 8, minimumEvents: UInt32 = 8) {

@@ -7,7 +7,9 @@ public struct VerificationReport: Sendable, Hashable {
         public var description: String { "seq \(seq): \(reason)" }
     }
 
+    /// The seq of the last event found good.
     public var eventsChecked: UInt64 = 0
+    /// How many keyframes matched the fold of the write sets.
     public var keyframesChecked = 0
     /// `nil` when everything checked out.
     public var problem: Problem?

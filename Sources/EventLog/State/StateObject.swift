@@ -4,7 +4,9 @@
 /// object grows past `indexThreshold` keys, so a collection of 100,000 objects stays fast.
 /// Equality and hashing ignore key order.
 public struct StateObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
+    /// The keys, in insertion order.
     public private(set) var keys: [String] = []
+    /// The values, in the order of `keys`.
     public private(set) var values: [StateValue] = []
     private var index: [String: Int] = [:]
 

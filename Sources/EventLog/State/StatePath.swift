@@ -4,6 +4,7 @@
 /// A bare key is any run of characters other than `.`, `[`, `]`, `"` and white space;
 /// anything else is written as a quoted key in brackets. The empty path is the root.
 public struct StatePath: Sendable, Hashable, CustomStringConvertible, ExpressibleByStringLiteral {
+    /// One step into the tree: an object key or an array index.
     public enum Component: Sendable, Hashable {
         case key(String)
         case index(Int)

@@ -4,7 +4,9 @@
 /// so applying the diff of `a` to `b` to `a` yields `b`.
 public struct Write: Sendable, Hashable {
     public var path: StatePath
+    /// The value before; `nil` when the path did not exist.
     public var old: StateValue?
+    /// The value after; `nil` when the write removed the path.
     public var new: StateValue?
 
     public init(_ path: StatePath, old: StateValue?, new: StateValue?) {

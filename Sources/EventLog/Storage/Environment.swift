@@ -34,7 +34,9 @@ public final class Environment: @unchecked Sendable {
         public var mapSize: Int = 64 << 20
         /// The number of named databases the environment may hold.
         public var maxDatabases: UInt32 = 8
+        /// Open with `MDB_RDONLY`: no writes, nothing created.
         public var readOnly = false
+        /// Whether every commit is flushed (the default) or the meta page waits for the next.
         public var durability: Durability = .full
         /// Create the directory when it does not exist (ignored when read-only).
         public var createIfMissing = true
