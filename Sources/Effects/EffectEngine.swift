@@ -121,7 +121,11 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
         try lock.withLock {
             let waiting = active
             let (record, advanced) = try store.transact { batch in
-                let record = try batch.append(resolvedEvent(for: step, origin: origin, cause: nil, state: batch.state, deadline: nil).event!)
+                // Outside a plan nothing can wait: an unmet wait condition skips the step.
+                guard case .event(let event) = resolve(step, origin: origin, cause: nil, state: batch.state, wait: .notAllowed) else {
+                    preconditionFailure("a step that may not wait was held")
+                }
+                let record = try batch.append(event)
                 return (record, try waiting.map { try advance($0, in: &batch) })
             }
             if let advanced { active = advanced.plan }
@@ -150,36 +154,59 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
             }
             let step = plan.plan.steps[plan.next]
             let cause = Cause(id: plan.id, step: plan.next + 1, source: plan.plan.source)
-            let resolved = resolvedEvent(for: step, origin: plan.origin, cause: cause, state: batch.state, deadline: plan.deadline)
-            guard let event = resolved.event else {
-                plan.deadline = resolved.deadline
-                return Advance(records: records, status: .waiting(for: resolved.waitingFor!, deadline: resolved.deadline!), plan: plan)
+            switch resolve(step, origin: plan.origin, cause: cause, state: batch.state, wait: plan.deadline.map(Wait.until) ?? .start) {
+            case .waiting(let condition, let deadline):
+                plan.deadline = deadline
+                return Advance(records: records, status: .waiting(for: condition, deadline: deadline), plan: plan)
+            case .event(let event):
+                records.append(try batch.append(event))
             }
-            records.append(try batch.append(event))
             plan.next += 1
             plan.deadline = nil
         }
         return Advance(records: records, status: .finished)
     }
 
+    private enum Resolved {
+        case event(Event)
+        case waiting(for: String, deadline: Timestamp)
+    }
+
+    /// Whether a step may hold its plan when its wait condition does not hold.
+    private enum Wait {
+        /// Outside a plan: an unmet condition skips the step.
+        case notAllowed
+        /// A first try: an unmet condition starts the wait.
+        case start
+        /// A wait under way, until this deadline.
+        case until(Timestamp)
+    }
+
     /// The event a step makes in `state`, or what it is waiting for.
-    private func resolvedEvent(for step: Step<Model.Effect>, origin: Origin, cause: Cause?, state: StateValue,
-                               deadline: Timestamp?) -> (event: Event?, waitingFor: String?, deadline: Timestamp?) {
-        func event(_ outcome: Outcome, _ writes: [Write] = []) -> Event {
-            Event(stream: stream(of: step), type: step.name, origin: origin, cause: cause,
-                  outcome: outcome, payload: step.arguments, writes: writes)
+    private func resolve(_ step: Step<Model.Effect>, origin: Origin, cause: Cause?, state: StateValue, wait mode: Wait) -> Resolved {
+        func event(_ outcome: Outcome, _ writes: [Write] = []) -> Resolved {
+            .event(Event(stream: stream(of: step), type: step.name, origin: origin, cause: cause,
+                         outcome: outcome, payload: step.arguments, writes: writes))
         }
         switch model.evaluate(step, in: state) {
         case .skip(let reason):
-            return (event(.skipped(reason: reason)), nil, nil)
+            return event(.skipped(reason: reason))
         case .writes(let writes):
-            return (event(.applied, writes), nil, nil)
+            return event(.applied, writes)
         case .wait(let wait):
+            if case .notAllowed = mode {
+                return event(.skipped(reason: "would wait until \(wait.description); steps outside a plan do not wait"))
+            }
             let now = store.clock.now()
-            let deadline = deadline ?? Timestamp(microsecondsSince1970: now.microsecondsSince1970 + wait.boundMicroseconds)
-            guard now >= deadline else { return (nil, wait.description, deadline) }
+            let deadline: Timestamp
+            if case .until(let existing) = mode {
+                deadline = existing
+            } else {
+                deadline = Timestamp(microsecondsSince1970: now.microsecondsSince1970 + wait.boundMicroseconds)
+            }
+            guard now >= deadline else { return .waiting(for: wait.description, deadline: deadline) }
             let seconds = Double(wait.boundMicroseconds) / 1_000_000
-            return (event(.skipped(reason: "timed out after \(seconds) s waiting until \(wait.description)")), nil, nil)
+            return event(.skipped(reason: "timed out after \(seconds) s waiting until \(wait.description)"))
         }
     }
 

@@ -134,6 +134,14 @@ final class Harness {
         #expect(try harness.engine.resume() == nil)
     }
 
+    @Test func aStepAppliedOutsideAPlanDoesNotWait() throws {
+        let harness = try Harness()
+        try harness.engine.run(Plan(source: "open", steps: [.push("detail")]), origin: .tap)
+        let records = try harness.engine.apply(.effect(.scroll("row-9")), origin: .system)
+        #expect(records.map(\.event.outcome) == [.skipped(reason: "would wait until the list is on screen; steps outside a plan do not wait")])
+        #expect(try harness.engine.resume() == nil)
+    }
+
     @Test func aWaitPastItsBoundIsSkippedAndThePlanGoesOn() throws {
         let harness = try Harness()
         try harness.engine.run(Plan(source: "open", steps: [.push("detail")]), origin: .tap)

@@ -233,8 +233,7 @@ public final class EventStore: @unchecked Sendable {
     func state(after seq: UInt64, in txn: borrowing Transaction) throws -> StateValue {
         let last = try lastSeq(in: txn)
         guard seq <= last else { throw EventStoreError.noSuchEvent(seq: seq, last: last) }
-        // A writer of this process holds the lock and has its own newer state; others may
-        // start from the tip when it is closer than the keyframe.
+        // The newest state is at hand unless a writer of this process holds it right now.
         if lock.try() {
             let known = tip
             lock.unlock()
