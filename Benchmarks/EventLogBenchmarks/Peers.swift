@@ -12,6 +12,8 @@ protocol AppendSubject {
     mutating func commit() throws
     /// Bytes on disk.
     var bytesOnDisk: Int { get }
+    /// Releases the handles (the engine's store closes when released).
+    func close()
 }
 
 /// The engine itself: encoding, write-set checks, keyframes, commit.
@@ -39,6 +41,8 @@ struct EngineSubject: AppendSubject {
     }
 
     var bytesOnDisk: Int { fileSize(path) }
+
+    func close() {}
 }
 
 /// Raw LMDB through the C API: the same record bytes, `mdb_put` with `MDB_APPEND`. The

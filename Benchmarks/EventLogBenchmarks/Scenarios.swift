@@ -23,24 +23,22 @@ struct Sizes {
 }
 
 enum Scenarios {
-    /// The subjects to run; `--subject NAME` keeps only one (for profiling).
-    nonisolated(unsafe) static var onlySubject: String?
-
-    static func subjects(in scratch: Scratch, fast: Bool) throws -> [any AppendSubject] {
-        let all: [any AppendSubject] = [
-            try EngineSubject(path: scratch.file("eventlog.lmdb"), fast: fast),
-            try RawLMDBSubject(path: scratch.file("raw.lmdb"), fast: fast),
-            try SQLiteSubject(path: scratch.file("sqlite.db"), fast: fast),
-            JSONLinesSubject(path: scratch.file("trace.jsonl"), fast: fast),
+    /// The append subjects, or only the one named `only` (`--subject`, for profiling).
+    static func subjects(in scratch: Scratch, fast: Bool, only: String?) throws -> [any AppendSubject] {
+        let makers: [(String, () throws -> any AppendSubject)] = [
+            ("eventlog", { try EngineSubject(path: scratch.file("eventlog.lmdb"), fast: fast) }),
+            ("raw-lmdb", { try RawLMDBSubject(path: scratch.file("raw.lmdb"), fast: fast) }),
+            ("sqlite", { try SQLiteSubject(path: scratch.file("sqlite.db"), fast: fast) }),
+            ("jsonl", { JSONLinesSubject(path: scratch.file("trace.jsonl"), fast: fast) }),
         ]
-        return all.filter { subject in onlySubject.map { $0 == subject.name } ?? true }
+        return try makers.filter { only == nil || only == $0.0 }.map { try $0.1() }
     }
 
     /// Appends `events` in batches of `batch` to every subject, timing each commit.
-    static func append(name: String, summary: String, events: Int, batch: Int, fast: Bool) throws -> ScenarioReport {
+    static func append(name: String, summary: String, events: Int, batch: Int, fast: Bool, only: String?) throws -> ScenarioReport {
         let scratch = Scratch()
         var measurements: [Measurement] = []
-        for var subject in try subjects(in: scratch, fast: fast) {
+        for var subject in try subjects(in: scratch, fast: fast, only: only) {
             var workload = Workload()
             var latencies: [Double] = []
             var seconds = 0.0
@@ -55,6 +53,7 @@ enum Scenarios {
             }
             measurements.append(Measurement(subject: subject.name, operations: events, seconds: seconds, latencies: latencies,
                                             bytesPerEvent: Double(subject.bytesOnDisk) / Double(events)))
+            subject.close()
         }
         return ScenarioReport(name: name, summary: summary, measurements: measurements,
                               note: "ops/s are events per second; latencies are per commit of \(batch) event\(batch == 1 ? "" : "s")")

@@ -7,13 +7,14 @@ let usage = "usage: eventlog-bench [--quick] [--json FILE] [--only NAME] [--subj
 var quick = false
 var jsonPath: String?
 var only: String?
+var onlySubject: String?
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
     case "--quick": quick = true
     case "--json": jsonPath = arguments.popFirst()
     case "--only": only = arguments.popFirst()
-    case "--subject": Scenarios.onlySubject = arguments.popFirst()
+    case "--subject": onlySubject = arguments.popFirst()
     case "-h", "--help":
         print("""
             OVERVIEW: Measure the engine against raw LMDB, SQLite and JSON lines in one run.
@@ -39,6 +40,7 @@ if jsonPath == nil, CommandLine.arguments.contains("--json") {
 
 let sizes = quick ? Sizes.quick : Sizes.full
 let filter = only
+let subject = onlySubject
 func wanted(_ name: String) -> Bool { filter.map { name.contains($0) } ?? true }
 func progress(_ text: String) { FileHandle.standardError.write(Data("· \(text)\n".utf8)) }
 
@@ -47,17 +49,17 @@ do {
     if wanted("append.durable.single") {
         progress("append.durable.single")
         reports.append(try Scenarios.append(name: "append.durable.single", summary: "one event per durable commit",
-                                            events: sizes.singleCommits, batch: 1, fast: false))
+                                            events: sizes.singleCommits, batch: 1, fast: false, only: subject))
     }
     for batch in [100, 10_000] where wanted("append.batch.\(batch).durable") {
         progress("append.batch.\(batch).durable")
         reports.append(try Scenarios.append(name: "append.batch.\(batch).durable", summary: "\(batch) events per durable commit",
-                                            events: sizes.batchEvents[batch]!, batch: batch, fast: false))
+                                            events: sizes.batchEvents[batch]!, batch: batch, fast: false, only: subject))
     }
     for batch in [1, 100, 10_000] where wanted("append.batch.\(batch).fast") {
         progress("append.batch.\(batch).fast")
         reports.append(try Scenarios.append(name: "append.batch.\(batch).fast", summary: "\(batch) events per commit, faster mode",
-                                            events: sizes.batchEvents[batch]!, batch: batch, fast: true))
+                                            events: sizes.batchEvents[batch]!, batch: batch, fast: true, only: subject))
     }
     if wanted("append.concurrent") {
         progress("append.concurrent")
