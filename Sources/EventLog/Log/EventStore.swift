@@ -239,17 +239,17 @@ public final class EventStore: @unchecked Sendable {
             lock.unlock()
             if known.seq == seq { return known.state }
         }
-        return try fold(to: seq, from: try keyframe(atOrBefore: seq, in: txn), in: txn).state
+        return try rollForward(from: try keyframe(atOrBefore: seq, in: txn), to: seq, in: txn).state
     }
 
     /// The newest state in the database and the keyframe progress since its last keyframe.
     func currentTip(in txn: borrowing Transaction) throws -> Tip {
         let last = try lastSeq(in: txn)
-        return try fold(to: last, from: try keyframe(atOrBefore: last, in: txn), in: txn)
+        return try rollForward(from: try keyframe(atOrBefore: last, in: txn), to: last, in: txn)
     }
 
-    /// Folds the write sets after a keyframe up to `seq`, counting record sizes as it goes.
-    private func fold(to seq: UInt64, from keyframe: Keyframe, in txn: borrowing Transaction) throws -> Tip {
+    /// Applies the write sets after a keyframe up to `seq`, counting record sizes as it goes.
+    private func rollForward(from keyframe: Keyframe, to seq: UInt64, in txn: borrowing Transaction) throws -> Tip {
         var tip = Tip(seq: keyframe.seq, state: keyframe.state, progress: KeyframeProgress(stateBytes: keyframe.bytes))
         guard keyframe.seq < seq else { return tip }
         try txn.withCursor(events) { cursor in
