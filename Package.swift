@@ -18,8 +18,10 @@ let package = Package(
             pkgConfig: "lmdb",
             providers: [.apt(["liblmdb-dev"])]
         ),
+        // CRC-32C with the CPU's instruction, where it has one.
+        .target(name: "CCRC32C"),
         // The log, its records, state values, snapshots and verification.
-        .target(name: "EventLog", dependencies: ["CLMDB"]),
+        .target(name: "EventLog", dependencies: ["CLMDB", "CCRC32C"]),
         // Plans, steps and the one apply step shared by taps, URLs, tests and capture scripts.
         .target(name: "Effects", dependencies: ["EventLog"]),
         // Typed collections of Codable objects whose every save and delete is an event.

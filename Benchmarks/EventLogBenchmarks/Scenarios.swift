@@ -101,9 +101,8 @@ enum Scenarios {
     struct BigLog {
         let scratch = Scratch()
         let store: EventStore
-        let raw: RawLMDBSubject?
-        let sqlite: SQLiteSubject?
-        let jsonlPath: String?
+        /// The same log in each peer, when built `withPeers`.
+        let peers: (raw: RawLMDBSubject, sqlite: SQLiteSubject, jsonl: String)?
         let events: Int
         let payloadBytes: Int
         /// The phase property grows by one every `phaseEvery` events, so `phase >= k` is monotone.
@@ -141,26 +140,17 @@ enum Scenarios {
             }
             jsonl?.close()
             store = engine.store
-            self.raw = raw
-            self.sqlite = sqlite
-            jsonlPath = jsonl?.path
+            if let raw, let sqlite, let jsonl { peers = (raw, sqlite, jsonl.path) } else { peers = nil }
             self.payloadBytes = payloadBytes
         }
 
         func close() {
-            raw?.close()
-            sqlite?.close()
-        }
-
-        /// The peers, which scenarios comparing against them require.
-        func peers() throws -> (raw: RawLMDBSubject, sqlite: SQLiteSubject, jsonl: String) {
-            guard let raw, let sqlite, let jsonlPath else { throw BenchmarkError(description: "the log was built without peers") }
-            return (raw, sqlite, jsonlPath)
+            peers?.raw.close()
+            peers?.sqlite.close()
         }
     }
 
     static func replay(_ log: BigLog) throws -> ScenarioReport {
-        let peers = try log.peers()
         let before = residentMemory().anonymous
         var folded = StateValue.null
         let engineSeconds = try time {
@@ -172,21 +162,26 @@ enum Scenarios {
             }
         }
         let grown = max(0, residentMemory().anonymous - before)
-        var jsonResult = (events: 0, properties: 0)
-        let jsonSeconds = try time { jsonResult = try JSONLinesSubject.replay(peers.jsonl) }
-        var rawCount = 0
-        let rawSeconds = try time { rawCount = try peers.raw.scan() }
-        var sqliteCount = 0
-        let sqliteSeconds = try time { sqliteCount = try peers.sqlite.scan() }
-        blackHole((folded, jsonResult, rawCount, sqliteCount))
-        return ScenarioReport(
-            name: "replay", summary: "decode every event and fold its writes into the state",
-            measurements: [
-                Measurement(subject: "eventlog", operations: log.events, seconds: engineSeconds, extra: [("heap growth MiB", Double(grown) / 1_048_576)]),
+        blackHole(folded)
+        var measurements = [
+            Measurement(subject: "eventlog", operations: log.events, seconds: engineSeconds, extra: [("heap growth MiB", Double(grown) / 1_048_576)]),
+        ]
+        if let peers = log.peers {
+            var jsonResult = (events: 0, properties: 0)
+            let jsonSeconds = try time { jsonResult = try JSONLinesSubject.replay(peers.jsonl) }
+            var rawCount = 0
+            let rawSeconds = try time { rawCount = try peers.raw.scan() }
+            var sqliteCount = 0
+            let sqliteSeconds = try time { sqliteCount = try peers.sqlite.scan() }
+            blackHole(jsonResult)
+            measurements += [
                 Measurement(subject: "jsonl", operations: jsonResult.events, seconds: jsonSeconds),
                 Measurement(subject: "raw-lmdb", operations: rawCount, seconds: rawSeconds),
                 Measurement(subject: "sqlite", operations: sqliteCount, seconds: sqliteSeconds),
-            ],
+            ]
+        }
+        return ScenarioReport(
+            name: "replay", summary: "decode every event and fold its writes into the state", measurements: measurements,
             note: "eventlog and jsonl decode and fold; raw-lmdb and sqlite only read the record bytes (no decoding)")
     }
 
@@ -243,20 +238,18 @@ enum Scenarios {
     }
 
     static func storage(_ log: BigLog) throws -> ScenarioReport {
-        let peers = try log.peers()
         let payload = Double(log.payloadBytes) / Double(log.events)
         func bytes(_ name: String, _ size: Int) -> Measurement {
             Measurement(subject: name, operations: log.events, seconds: 1, bytesPerEvent: Double(size) / Double(log.events),
                         extra: [("× payload", Double(size) / Double(log.events) / payload)])
         }
+        var measurements = [bytes("eventlog", fileSize(log.store.environment.path))]
+        if let peers = log.peers {
+            measurements += [bytes("raw-lmdb", peers.raw.bytesOnDisk), bytes("sqlite", peers.sqlite.bytesOnDisk),
+                             bytes("jsonl", fileSize(peers.jsonl))]
+        }
         return ScenarioReport(
-            name: "storage", summary: "bytes on disk per event, keyframes included",
-            measurements: [
-                bytes("eventlog", fileSize(log.store.environment.path)),
-                bytes("raw-lmdb", peers.raw.bytesOnDisk),
-                bytes("sqlite", peers.sqlite.bytesOnDisk),
-                bytes("jsonl", fileSize(peers.jsonl)),
-            ],
+            name: "storage", summary: "bytes on disk per event, keyframes included", measurements: measurements,
             note: String(format: "payload (the encoded record) averages %.0f bytes; ops/s does not apply here", payload))
     }
 

@@ -20,11 +20,16 @@ import Testing
     func binaryRoundTripKeepsEveryField(_ event: Event) throws {
         var writer = BinaryWriter()
         let time = Timestamp(microsecondsSince1970: 1_764_468_340_123_456)
-        let checksum = RecordCodec.encode(event, seq: 42, time: time, into: &writer)
-        let record = try writer.bytes.withUnsafeBytes { try RecordCodec.decode($0, seq: 42) }
-        #expect(record == EventRecord(seq: 42, time: time, event: event, checksum: checksum))
-        let writes = try writer.bytes.withUnsafeBytes { try RecordCodec.decodeWrites($0, seq: 42) }
+        let encoded = RecordCodec.encode(event, seq: 42, time: time, into: &writer)
+        var decodedDelta = 0
+        let record = try writer.bytes.withUnsafeBytes { try RecordCodec.decode($0, seq: 42, stateDelta: &decodedDelta) }
+        #expect(record == EventRecord(seq: 42, time: time, event: event, checksum: encoded.checksum))
+        var writesDelta = 0
+        let writes = try writer.bytes.withUnsafeBytes { try RecordCodec.decodeWrites($0, seq: 42, stateDelta: &writesDelta) }
         #expect(writes == event.writes)
+        // The writer and both readers must agree, or `verify` would misplace keyframes.
+        #expect(decodedDelta == encoded.stateDelta)
+        #expect(writesDelta == encoded.stateDelta)
     }
 
     @Test(arguments: events)
@@ -34,6 +39,14 @@ import Testing
         #expect(imported.event == event)
         #expect(imported.seq == 9)
         #expect(imported.time == record.time)
+    }
+
+    @Test func stateDeltaCountsValueBytesAndAddedOrRemovedKeys() {
+        var writer = BinaryWriter()
+        let encoded = RecordCodec.encode(Self.events[0], seq: 1, time: Timestamp(microsecondsSince1970: 0), into: &writer)
+        // "all" → "bots": +1 · absent → "bots" under the new key listFilter: +6 + 11 ·
+        // "thread" → absent at an index: −8 · {"title": "é"} (12 bytes) → null (1): −11.
+        #expect(encoded.stateDelta == 1 + 17 - 8 - 11)
     }
 
     @Test func checksumCoversTheSequenceNumber() throws {
@@ -68,6 +81,22 @@ import Testing
             CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[4...]), continuing: CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[..<4])))
         }
         #expect(split == 0xE306_9283)
+        #expect(bytes.withUnsafeBytes { CRC32C.softwareChecksum($0) } == 0xE306_9283)
+    }
+
+    /// The hardware path (where this CPU has one) and the tables agree on every length and
+    /// alignment, including the tails shorter than a word.
+    @Test func crc32cHardwareAndSoftwareAgree() {
+        var rng = SplitMix64(seed: 3)
+        let bytes = (0..<300).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        bytes.withUnsafeBytes { raw in
+            for start in 0..<9 {
+                for end in stride(from: start, through: raw.count, by: 7) {
+                    let slice = UnsafeRawBufferPointer(rebasing: raw[start..<end])
+                    #expect(CRC32C.checksum(slice, continuing: 0x1234_5678) == CRC32C.softwareChecksum(slice, continuing: 0x1234_5678))
+                }
+            }
+        }
     }
 
     @Test(arguments: [

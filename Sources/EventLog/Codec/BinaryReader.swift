@@ -19,13 +19,24 @@ struct BinaryReader {
     var isAtEnd: Bool { offset >= bytes.count }
     var remaining: Int { bytes.count - offset }
 
+    @inline(__always)
     mutating func byte() throws(DecodingError) -> UInt8 {
-        guard offset < bytes.count else { throw DecodingError("truncated at byte \(offset)") }
+        guard offset < bytes.count else { throw truncated() }
         defer { offset += 1 }
         return bytes[offset]
     }
 
+    @inline(__always)
     mutating func varint() throws(DecodingError) -> UInt64 {
+        // One-byte values (lengths, counts, tags' payloads) are the common case.
+        if offset < bytes.count, bytes[offset] < 0x80 {
+            defer { offset += 1 }
+            return UInt64(bytes[offset])
+        }
+        return try longVarint()
+    }
+
+    private mutating func longVarint() throws(DecodingError) -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -36,6 +47,10 @@ struct BinaryReader {
             shift += 7
         }
     }
+
+    /// The error for a read past the end, built out of line to keep the reads small.
+    @inline(never)
+    private func truncated() -> DecodingError { DecodingError("truncated at byte \(offset)") }
 
     mutating func count() throws(DecodingError) -> Int {
         let value = try varint()
@@ -55,13 +70,13 @@ struct BinaryReader {
     }
 
     mutating func fixed32() throws(DecodingError) -> UInt32 {
-        guard remaining >= 4 else { throw DecodingError("truncated at byte \(offset)") }
+        guard remaining >= 4 else { throw truncated() }
         defer { offset += 4 }
         return UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
     }
 
     mutating func fixed64() throws(DecodingError) -> UInt64 {
-        guard remaining >= 8 else { throw DecodingError("truncated at byte \(offset)") }
+        guard remaining >= 8 else { throw truncated() }
         defer { offset += 8 }
         return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
     }
@@ -80,13 +95,13 @@ struct BinaryReader {
 
     /// Skips `length` bytes.
     mutating func skip(_ length: Int) throws(DecodingError) {
-        guard length <= remaining else { throw DecodingError("truncated at byte \(offset)") }
+        guard length <= remaining else { throw truncated() }
         offset += length
     }
 
     /// A sub-view of the next `length` bytes, consumed from this reader.
     mutating func slice(_ length: Int) throws(DecodingError) -> UnsafeRawBufferPointer {
-        guard length <= remaining else { throw DecodingError("truncated at byte \(offset)") }
+        guard length <= remaining else { throw truncated() }
         defer { offset += length }
         return UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length])
     }

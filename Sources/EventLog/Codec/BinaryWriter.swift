@@ -27,9 +27,12 @@ struct BinaryWriter: ~Copyable {
 
     @inline(__always)
     private mutating func reserve(_ extra: Int) {
-        guard count + extra > capacity else { return }
+        if count + extra > capacity { grow(toAtLeast: count + extra) }
+    }
+
+    private mutating func grow(toAtLeast needed: Int) {
         var newCapacity = capacity * 2
-        while newCapacity < count + extra { newCapacity *= 2 }
+        while newCapacity < needed { newCapacity *= 2 }
         let grown = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 8)
         grown.copyMemory(from: base, byteCount: count)
         base.deallocate()
@@ -37,12 +40,14 @@ struct BinaryWriter: ~Copyable {
         capacity = newCapacity
     }
 
+    @inline(__always)
     mutating func byte(_ value: UInt8) {
         reserve(1)
         base.storeBytes(of: value, toByteOffset: count, as: UInt8.self)
         count += 1
     }
 
+    @inline(__always)
     mutating func varint(_ value: UInt64) {
         reserve(10)
         var value = value
@@ -73,12 +78,14 @@ struct BinaryWriter: ~Copyable {
         count += 8
     }
 
+    @inline(__always)
     mutating func raw(_ bytes: UnsafeRawBufferPointer) {
         reserve(bytes.count)
         if let source = bytes.baseAddress { (base + count).copyMemory(from: source, byteCount: bytes.count) }
         count += bytes.count
     }
 
+    @inline(__always)
     mutating func string(_ value: String) {
         var value = value
         value.withUTF8 { utf8 in

@@ -257,16 +257,17 @@ public final class EventStore: @unchecked Sendable {
             while let current = entry, tip.seq < seq {
                 let expected = tip.seq + 1
                 let writes: [Write]
+                var stateDelta = 0
                 do {
                     guard try RecordCodec.seq(fromKey: current.key) == expected else {
                         throw DecodingError("the sequence has a gap before \(expected)")
                     }
-                    writes = try RecordCodec.decodeWrites(current.value, seq: expected)
+                    writes = try RecordCodec.decodeWrites(current.value, seq: expected, stateDelta: &stateDelta)
                 } catch let error as DecodingError {
                     throw EventStoreError.corruptRecord(seq: expected, reason: error.reason)
                 }
                 do throws(StateError) { try tip.state.apply(writes) } catch { throw EventStoreError.invalidWrite(error) }
-                _ = tip.progress.record(current.value.count, writes: writes, policy: keyframePolicy)
+                _ = tip.progress.record(current.value.count, stateDelta: stateDelta, policy: keyframePolicy)
                 tip.seq = expected
                 entry = try cursor.next()
             }
@@ -354,19 +355,19 @@ public struct AppendBatch: ~Copyable {
         let seq = tip.seq + 1
         let txn = Transaction(handle: transaction)
         let time = time ?? store.clock.now()
-        let checksum = RecordCodec.encode(event, seq: seq, time: time, into: &writer)
+        let encoded = RecordCodec.encode(event, seq: seq, time: time, into: &writer)
         try RecordCodec.withKey(seq) { key in
             try writer.withUnsafeBytes { try txn.put(store.events, key: key, value: $0, append: true) }
         }
         tip.seq = seq
-        if tip.progress.record(writer.count, writes: event.writes, policy: store.keyframePolicy) {
+        if tip.progress.record(writer.count, stateDelta: encoded.stateDelta, policy: store.keyframePolicy) {
             RecordCodec.encodeKeyframe(tip.state, seq: seq, into: &writer)
             try RecordCodec.withKey(seq) { key in
                 try writer.withUnsafeBytes { try txn.put(store.keyframes, key: key, value: $0, append: true) }
             }
             tip.progress.keyframeWritten(writer.count)
         }
-        return EventRecord(seq: seq, time: time, event: event, checksum: checksum)
+        return EventRecord(seq: seq, time: time, event: event, checksum: encoded.checksum)
     }
 
     /// Reads a read model kept beside the log, in this transaction (seeing this batch's puts).

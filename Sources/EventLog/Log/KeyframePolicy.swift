@@ -31,19 +31,24 @@ struct KeyframeProgress: Sendable, Hashable {
     /// An empty object (2 bytes) and its checksum (4).
     static let emptyStateBytes = 6
 
-    /// Counts one appended record of `size` bytes with its writes, and says whether a
-    /// keyframe is now due.
-    mutating func record(_ size: Int, writes: [Write], policy: KeyframePolicy) -> Bool {
+    /// Counts one appended record of `size` bytes whose writes change the encoded size of the
+    /// state by `stateDelta` (see `sizeChange`), and says whether a keyframe is now due.
+    mutating func record(_ size: Int, stateDelta: Int, policy: KeyframePolicy) -> Bool {
         events += 1
         bytes += size
-        for write in writes {
-            stateBytes += write.new.map(BinaryWriter.encodedSize) ?? 0
-            stateBytes -= write.old.map(BinaryWriter.encodedSize) ?? 0
-            if case .key(let key)? = write.path.components.last, (write.old == nil) != (write.new == nil) {
-                stateBytes += (write.new == nil ? -1 : 1) * (key.utf8.count + 1)
-            }
-        }
+        stateBytes += stateDelta
         return events >= UInt64(policy.minimumEvents) && bytes >= max(stateBytes, Self.emptyStateBytes) * Int(policy.ratio)
+    }
+
+    /// How one write changes the encoded size of the state, given the encoded sizes of its old
+    /// and new values (`nil` when absent): the value's bytes, and the key's when the write adds
+    /// or removes an object entry. The codec measures the sizes as it encodes or decodes.
+    static func sizeChange(_ path: StatePath, oldSize: Int?, newSize: Int?) -> Int {
+        var change = (newSize ?? 0) - (oldSize ?? 0)
+        if (oldSize == nil) != (newSize == nil), case .key(let key)? = path.components.last {
+            change += (newSize == nil ? -1 : 1) * (key.utf8.count + 1)
+        }
+        return change
     }
 
     /// Starts counting afresh after a keyframe of `size` bytes.

@@ -20,9 +20,16 @@ enum RecordCodec {
         return UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
     }
 
-    /// Encodes a record into `writer` (which it resets) and returns its checksum.
+    /// What encoding a record yields besides its bytes.
+    struct Encoded {
+        var checksum: UInt32
+        /// How the record's writes change the encoded size of the state (for `KeyframeProgress`).
+        var stateDelta: Int
+    }
+
+    /// Encodes a record into `writer` (which it resets).
     @discardableResult
-    static func encode(_ event: Event, seq: UInt64, time: Timestamp, into writer: inout BinaryWriter) -> UInt32 {
+    static func encode(_ event: Event, seq: UInt64, time: Timestamp, into writer: inout BinaryWriter) -> Encoded {
         writer.reset()
         writer.signed(time.microsecondsSince1970)
         writer.string(event.stream)
@@ -47,12 +54,15 @@ enum RecordCodec {
         writer.value(event.payload)
         writer.patchLength(at: payloadLength)
         writer.varint(event.writes.count)
+        var stateDelta = 0
         for write in event.writes {
             writer.path(write.path)
-            writer.optionalValue(write.old)
-            writer.optionalValue(write.new)
+            let oldSize = writer.optionalValue(write.old)
+            let newSize = writer.optionalValue(write.new)
+            stateDelta += KeyframeProgress.sizeChange(write.path, oldSize: oldSize, newSize: newSize)
         }
-        return withKey(seq) { writer.appendChecksum(prefix: $0) }
+        let checksum = withKey(seq) { writer.appendChecksum(prefix: $0) }
+        return Encoded(checksum: checksum, stateDelta: stateDelta)
     }
 
     /// Checks the trailing checksum and returns a reader over the body and the checksum.
@@ -68,6 +78,12 @@ enum RecordCodec {
     }
 
     static func decode(_ bytes: UnsafeRawBufferPointer, seq: UInt64) throws(DecodingError) -> EventRecord {
+        var stateDelta = 0
+        return try decode(bytes, seq: seq, stateDelta: &stateDelta)
+    }
+
+    /// Decodes a record and adds to `stateDelta` how its writes change the encoded size of the state.
+    static func decode(_ bytes: UnsafeRawBufferPointer, seq: UInt64, stateDelta: inout Int) throws(DecodingError) -> EventRecord {
         var (reader, checksum) = try verified(bytes, seq: seq)
         let time = Timestamp(microsecondsSince1970: try reader.signed())
         let stream = try reader.string()
@@ -91,14 +107,15 @@ enum RecordCodec {
         var payloadReader = BinaryReader(try reader.slice(payloadLength))
         let payload = try payloadReader.value()
         guard payloadReader.isAtEnd else { throw DecodingError("payload has \(payloadReader.remaining) trailing bytes") }
-        let writes = try decodeWrites(&reader)
+        let writes = try decodeWrites(&reader, stateDelta: &stateDelta)
         guard reader.isAtEnd else { throw DecodingError("\(reader.remaining) trailing bytes") }
         let event = Event(stream: stream, type: type, origin: origin, cause: cause, outcome: outcome, payload: payload, writes: writes)
         return EventRecord(seq: seq, time: time, event: event, checksum: checksum)
     }
 
-    /// Decodes only the write set, skipping the other fields (the snapshot fast path).
-    static func decodeWrites(_ bytes: UnsafeRawBufferPointer, seq: UInt64) throws(DecodingError) -> [Write] {
+    /// Decodes only the write set, skipping the other fields (the snapshot fast path), and adds
+    /// to `stateDelta` how the writes change the encoded size of the state.
+    static func decodeWrites(_ bytes: UnsafeRawBufferPointer, seq: UInt64, stateDelta: inout Int) throws(DecodingError) -> [Write] {
         var (reader, _) = try verified(bytes, seq: seq)
         _ = try reader.varint()                    // time
         try reader.skip(try reader.count())        // stream
@@ -111,15 +128,22 @@ enum RecordCodec {
         }
         if try reader.byte() == 1 { try reader.skip(try reader.count()) } // skip reason
         try reader.skip(Int(try reader.fixed32())) // payload
-        return try decodeWrites(&reader)
+        return try decodeWrites(&reader, stateDelta: &stateDelta)
     }
 
-    private static func decodeWrites(_ reader: inout BinaryReader) throws(DecodingError) -> [Write] {
+    private static func decodeWrites(_ reader: inout BinaryReader, stateDelta: inout Int) throws(DecodingError) -> [Write] {
         let count = try reader.count()
         var writes: [Write] = []
         writes.reserveCapacity(count)
         for _ in 0..<count {
-            writes.append(Write(try reader.path(), old: try reader.optionalValue(), new: try reader.optionalValue()))
+            let path = try reader.path()
+            let oldStart = reader.offset
+            let old = try reader.optionalValue()
+            let newStart = reader.offset
+            let new = try reader.optionalValue()
+            stateDelta += KeyframeProgress.sizeChange(path, oldSize: old.map { _ in newStart - oldStart },
+                                                      newSize: new.map { _ in reader.offset - newStart })
+            writes.append(Write(path, old: old, new: new))
         }
         return writes
     }

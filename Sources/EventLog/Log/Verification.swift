@@ -41,12 +41,13 @@ extension EventStore {
                     while let current = entry {
                         let seq: UInt64
                         let record: EventRecord
+                        var stateDelta = 0
                         do throws(DecodingError) {
                             seq = try RecordCodec.seq(fromKey: current.key)
                             guard seq == expected else {
                                 return fail(expected, seq > expected ? "missing (the next stored event is \(seq))" : "stored out of order")
                             }
-                            record = try RecordCodec.decode(current.value, seq: seq)
+                            record = try RecordCodec.decode(current.value, seq: seq, stateDelta: &stateDelta)
                         } catch {
                             return fail(expected, error.reason)
                         }
@@ -57,7 +58,7 @@ extension EventStore {
                             }
                             do { try state.apply(write) } catch { return fail(seq, "\(error)") }
                         }
-                        let due = keyframeProgress.record(current.value.count, writes: record.event.writes, policy: keyframePolicy)
+                        let due = keyframeProgress.record(current.value.count, stateDelta: stateDelta, policy: keyframePolicy)
                         if let stored = keyframe, let at = try? RecordCodec.seq(fromKey: stored.key), at <= seq {
                             guard at == seq else { return fail(at, "keyframe stored between events") }
                             guard due else { return fail(seq, "keyframe where the policy puts none") }

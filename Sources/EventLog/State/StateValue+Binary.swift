@@ -36,30 +36,16 @@ extension BinaryWriter {
         }
     }
 
-    /// The number of bytes `value(_:)` writes for `value`.
-    static func encodedSize(_ value: StateValue) -> Int {
-        switch value {
-        case .null, .bool: return 1
-        case .int(let i): return 1 + varintSize(UInt64(bitPattern: (i << 1) ^ (i >> 63)))
-        case .double: return 9
-        case .string(let s): return 1 + stringSize(s)
-        case .array(let elements): return elements.reduce(1 + varintSize(UInt64(elements.count))) { $0 + encodedSize($1) }
-        case .object(let object):
-            return zip(object.keys, object.values).reduce(1 + varintSize(UInt64(object.count))) { $0 + stringSize($1.0) + encodedSize($1.1) }
+    /// Writes `value`, or the absent tag, and returns the bytes the value took (`nil` when absent).
+    @discardableResult
+    mutating func optionalValue(_ value: StateValue?) -> Int? {
+        guard let value else {
+            byte(ValueTag.absent.rawValue)
+            return nil
         }
-    }
-
-    static func stringSize(_ s: String) -> Int {
-        let count = s.utf8.count
-        return varintSize(UInt64(count)) + count
-    }
-
-    static func varintSize(_ value: UInt64) -> Int {
-        value == 0 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
-    }
-
-    mutating func optionalValue(_ value: StateValue?) {
-        if let value { self.value(value) } else { byte(ValueTag.absent.rawValue) }
+        let start = count
+        self.value(value)
+        return count - start
     }
 
     mutating func path(_ path: StatePath) {
