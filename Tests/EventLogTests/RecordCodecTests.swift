@@ -49,6 +49,35 @@ import Testing
         #expect(encoded.stateDelta == 1 + 17 - 8 - 11)
     }
 
+    @Test func decodingThroughANameCacheGivesTheSameRecords() throws {
+        let names = NameCache()
+        for round in 0..<3 {
+            for (index, event) in Self.events.enumerated() {
+                let seq = UInt64(round * 100 + index + 1)
+                let bytes = EventRecord.storedBytes(of: event, seq: seq, time: Timestamp(microsecondsSince1970: 5))
+                var delta = (plain: 0, cached: 0)
+                let plain = try bytes.withUnsafeBytes { try RecordCodec.decode($0, seq: seq, stateDelta: &delta.plain) }
+                let cached = try bytes.withUnsafeBytes { try RecordCodec.decode($0, seq: seq, stateDelta: &delta.cached, names: names) }
+                #expect(cached == plain)
+                #expect(cached.event.writes.map(\.path) == event.writes.map(\.path))
+                #expect(delta.cached == delta.plain)
+            }
+        }
+    }
+
+    /// Far more names than slots, many sharing a slot and a length: a hit is only ever the
+    /// same bytes, and every name comes back exactly.
+    @Test func nameCacheNeverConfusesNames() {
+        let names = NameCache()
+        var rng = SplitMix64(seed: 9)
+        let texts = (0..<2_000).map { i in "name-\(i % 700)-" + String(repeating: "é", count: Int.random(in: 0...20, using: &rng)) }
+        for text in texts + texts.shuffled(using: &rng) {
+            let decoded = Array(text.utf8).withUnsafeBytes { names.string($0) }
+            #expect(decoded == text)
+        }
+        #expect(Array("".utf8).withUnsafeBytes { names.string($0) } == "")
+    }
+
     @Test func checksumCoversTheSequenceNumber() throws {
         var writer = BinaryWriter()
         RecordCodec.encode(Self.events[0], seq: 1, time: Timestamp(microsecondsSince1970: 0), into: &writer)

@@ -10,10 +10,13 @@ public struct DecodingError: Error, Hashable, CustomStringConvertible {
 struct BinaryReader {
     let bytes: UnsafeRawBufferPointer
     private(set) var offset: Int
+    /// Where names (`name()`, paths) are shared across the records of one read, if anywhere.
+    let names: NameCache?
 
-    init(_ bytes: UnsafeRawBufferPointer, offset: Int = 0) {
+    init(_ bytes: UnsafeRawBufferPointer, offset: Int = 0, names: NameCache? = nil) {
         self.bytes = bytes
         self.offset = offset
+        self.names = names
     }
 
     var isAtEnd: Bool { offset >= bytes.count }
@@ -83,13 +86,25 @@ struct BinaryReader {
 
     mutating func string() throws(DecodingError) -> String {
         let length = try count()
-        guard length > 0, let base = bytes.baseAddress else { return "" }
-        let start = base + offset
-        offset += length
-        // Copies straight from the mapped bytes; invalid UTF-8 is repaired, never trusted.
-        return String(unsafeUninitializedCapacity: length) { buffer in
-            UnsafeMutableRawBufferPointer(buffer).copyMemory(from: UnsafeRawBufferPointer(start: start, count: length))
-            return length
+        defer { offset += length }
+        return Self.makeString(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length]))
+    }
+
+    /// A string that records tend to repeat (a stream, type, cause or key): shared through
+    /// `names` when there is a cache, otherwise the same as `string()`.
+    mutating func name() throws(DecodingError) -> String {
+        guard let names else { return try string() }
+        let length = try count()
+        defer { offset += length }
+        return names.string(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length]))
+    }
+
+    /// A string copied straight from `utf8`; invalid UTF-8 is repaired, never trusted.
+    static func makeString(_ utf8: UnsafeRawBufferPointer) -> String {
+        guard let start = utf8.baseAddress, !utf8.isEmpty else { return "" }
+        return String(unsafeUninitializedCapacity: utf8.count) { buffer in
+            UnsafeMutableRawBufferPointer(buffer).copyMemory(from: UnsafeRawBufferPointer(start: start, count: utf8.count))
+            return utf8.count
         }
     }
 

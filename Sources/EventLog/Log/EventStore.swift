@@ -207,13 +207,14 @@ public final class EventStore: @unchecked Sendable {
     /// Calls `body` with each record from `from` through `to` (inclusive, clamped to the log),
     /// in order, inside one read transaction; `body` returns `false` to stop early.
     public func forEachRecord(from: UInt64 = 1, to: UInt64 = .max, _ body: (EventRecord) throws -> Bool) throws {
+        let names = NameCache()
         try environment.read { txn in
             try txn.withCursor(events) { cursor in
                 var entry = try RecordCodec.withKey(from) { try cursor.seek(atOrAfter: $0) }
                 while let current = entry {
                     let seq = try RecordCodec.seq(fromKey: current.key)
                     if seq > to { break }
-                    guard try body(try Self.decode(current.value, seq: seq)) else { break }
+                    guard try body(try Self.decode(current.value, seq: seq, names: names)) else { break }
                     entry = try cursor.next()
                 }
             }
@@ -252,6 +253,7 @@ public final class EventStore: @unchecked Sendable {
     private func rollForward(from keyframe: Keyframe, to seq: UInt64, in txn: borrowing Transaction) throws -> Tip {
         var tip = Tip(seq: keyframe.seq, state: keyframe.state, progress: KeyframeProgress(stateBytes: keyframe.bytes))
         guard keyframe.seq < seq else { return tip }
+        let names = NameCache()
         try txn.withCursor(events) { cursor in
             var entry = try RecordCodec.withKey(keyframe.seq + 1) { try cursor.seek(atOrAfter: $0) }
             while let current = entry, tip.seq < seq {
@@ -262,7 +264,7 @@ public final class EventStore: @unchecked Sendable {
                     guard try RecordCodec.seq(fromKey: current.key) == expected else {
                         throw DecodingError("the sequence has a gap before \(expected)")
                     }
-                    writes = try RecordCodec.decodeWrites(current.value, seq: expected, stateDelta: &stateDelta)
+                    writes = try RecordCodec.decodeWrites(current.value, seq: expected, stateDelta: &stateDelta, names: names)
                 } catch let error as DecodingError {
                     throw EventStoreError.corruptRecord(seq: expected, reason: error.reason)
                 }
@@ -301,8 +303,9 @@ public final class EventStore: @unchecked Sendable {
         }
     }
 
-    static func decode(_ bytes: UnsafeRawBufferPointer, seq: UInt64) throws -> EventRecord {
-        do throws(DecodingError) { return try RecordCodec.decode(bytes, seq: seq) } catch { throw EventStoreError.corruptRecord(seq: seq, reason: error.reason) }
+    static func decode(_ bytes: UnsafeRawBufferPointer, seq: UInt64, names: NameCache? = nil) throws -> EventRecord {
+        var stateDelta = 0
+        do throws(DecodingError) { return try RecordCodec.decode(bytes, seq: seq, stateDelta: &stateDelta, names: names) } catch { throw EventStoreError.corruptRecord(seq: seq, reason: error.reason) }
     }
 }
 

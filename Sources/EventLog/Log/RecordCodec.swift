@@ -66,7 +66,7 @@ enum RecordCodec {
     }
 
     /// Checks the trailing checksum and returns a reader over the body and the checksum.
-    static func verified(_ bytes: UnsafeRawBufferPointer, seq: UInt64) throws(DecodingError) -> (BinaryReader, UInt32) {
+    static func verified(_ bytes: UnsafeRawBufferPointer, seq: UInt64, names: NameCache? = nil) throws(DecodingError) -> (BinaryReader, UInt32) {
         guard bytes.count >= 4 else { throw DecodingError("record of \(bytes.count) bytes is too short") }
         let body = UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 4)])
         let stored = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: bytes.count - 4, as: UInt32.self))
@@ -74,7 +74,7 @@ enum RecordCodec {
         guard stored == computed else {
             throw DecodingError("checksum mismatch (stored \(hex(stored)), computed \(hex(computed)))")
         }
-        return (BinaryReader(body), stored)
+        return (BinaryReader(body, names: names), stored)
     }
 
     static func decode(_ bytes: UnsafeRawBufferPointer, seq: UInt64) throws(DecodingError) -> EventRecord {
@@ -82,18 +82,20 @@ enum RecordCodec {
         return try decode(bytes, seq: seq, stateDelta: &stateDelta)
     }
 
-    /// Decodes a record and adds to `stateDelta` how its writes change the encoded size of the state.
-    static func decode(_ bytes: UnsafeRawBufferPointer, seq: UInt64, stateDelta: inout Int) throws(DecodingError) -> EventRecord {
-        var (reader, checksum) = try verified(bytes, seq: seq)
+    /// Decodes a record and adds to `stateDelta` how its writes change the encoded size of the
+    /// state. Names are shared through `names`, when given (a cache for one read of many records).
+    static func decode(_ bytes: UnsafeRawBufferPointer, seq: UInt64, stateDelta: inout Int,
+                       names: NameCache? = nil) throws(DecodingError) -> EventRecord {
+        var (reader, checksum) = try verified(bytes, seq: seq, names: names)
         let time = Timestamp(microsecondsSince1970: try reader.signed())
-        let stream = try reader.string()
-        let type = try reader.string()
+        let stream = try reader.name()
+        let type = try reader.name()
         let originCode = try reader.byte()
         guard let origin = Origin(code: originCode) else { throw DecodingError("unknown origin code \(originCode)") }
         var cause: Cause?
         switch try reader.byte() {
         case 0: break
-        case 1: cause = Cause(id: try reader.string(), step: try reader.int(), source: try reader.string())
+        case 1: cause = Cause(id: try reader.name(), step: try reader.int(), source: try reader.name())
         case let flag: throw DecodingError("unknown cause flag \(flag)")
         }
         let outcome: Outcome
@@ -104,7 +106,7 @@ enum RecordCodec {
         case let code: throw DecodingError("unknown outcome code \(code)")
         }
         let payloadLength = Int(try reader.fixed32())
-        var payloadReader = BinaryReader(try reader.slice(payloadLength))
+        var payloadReader = BinaryReader(try reader.slice(payloadLength), names: names)
         let payload = try payloadReader.value()
         guard payloadReader.isAtEnd else { throw DecodingError("payload has \(payloadReader.remaining) trailing bytes") }
         let writes = try decodeWrites(&reader, stateDelta: &stateDelta)
@@ -115,8 +117,9 @@ enum RecordCodec {
 
     /// Decodes only the write set, skipping the other fields (the snapshot fast path), and adds
     /// to `stateDelta` how the writes change the encoded size of the state.
-    static func decodeWrites(_ bytes: UnsafeRawBufferPointer, seq: UInt64, stateDelta: inout Int) throws(DecodingError) -> [Write] {
-        var (reader, _) = try verified(bytes, seq: seq)
+    static func decodeWrites(_ bytes: UnsafeRawBufferPointer, seq: UInt64, stateDelta: inout Int,
+                             names: NameCache? = nil) throws(DecodingError) -> [Write] {
+        var (reader, _) = try verified(bytes, seq: seq, names: names)
         _ = try reader.varint()                    // time
         try reader.skip(try reader.count())        // stream
         try reader.skip(try reader.count())        // type

@@ -29,6 +29,7 @@ extension EventStore {
             var report = VerificationReport()
             var state = StateValue.emptyObject
             var keyframeProgress = KeyframeProgress()
+            let names = NameCache()
             func fail(_ seq: UInt64, _ reason: String) -> VerificationReport {
                 report.problem = .init(seq: seq, reason: reason)
                 return report
@@ -47,7 +48,7 @@ extension EventStore {
                             guard seq == expected else {
                                 return fail(expected, seq > expected ? "missing (the next stored event is \(seq))" : "stored out of order")
                             }
-                            record = try RecordCodec.decode(current.value, seq: seq, stateDelta: &stateDelta)
+                            record = try RecordCodec.decode(current.value, seq: seq, stateDelta: &stateDelta, names: names)
                         } catch {
                             return fail(expected, error.reason)
                         }

@@ -89,7 +89,7 @@ extension BinaryReader {
             let count = try self.count()
             var object = StateObject()
             for _ in 0..<count {
-                let key = try string()
+                let key = try name()
                 object[key] = try value(depth: depth + 1)
             }
             return .object(object)
@@ -99,6 +99,17 @@ extension BinaryReader {
     }
 
     mutating func path() throws(DecodingError) -> StatePath {
+        guard let names else { return try decodePath() }
+        let start = offset
+        try skipPath()
+        let encoded = UnsafeRawBufferPointer(rebasing: bytes[start..<offset])
+        return try names.path(encoded) { () throws(DecodingError) in
+            var reader = BinaryReader(encoded)
+            return try reader.decodePath()
+        }
+    }
+
+    private mutating func decodePath() throws(DecodingError) -> StatePath {
         let count = try self.count()
         var components: [StatePath.Component] = []
         components.reserveCapacity(count)
@@ -110,6 +121,12 @@ extension BinaryReader {
             }
         }
         return StatePath(components)
+    }
+
+    private mutating func skipPath() throws(DecodingError) {
+        for _ in 0..<(try count()) {
+            if try byte() == 0 { try skip(try count()) } else { _ = try varint() }
+        }
     }
 }
 
