@@ -91,12 +91,14 @@ struct BinaryReader {
     }
 
     /// A string that records tend to repeat (a stream, type, cause or key): shared through
-    /// `names` when there is a cache, otherwise the same as `string()`.
+    /// `names` when there is a cache and it is too long to be stored inline in a `String`
+    /// (15 UTF-8 bytes); otherwise the same as `string()`, since creating it costs less.
     mutating func name() throws(DecodingError) -> String {
-        guard let names else { return try string() }
         let length = try count()
         defer { offset += length }
-        return names.string(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length]))
+        let utf8 = UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length])
+        guard let names, length > 15 else { return Self.makeString(utf8) }
+        return names.string(utf8)
     }
 
     /// A string copied straight from `utf8`; invalid UTF-8 is repaired, never trusted.

@@ -50,6 +50,16 @@ struct BinaryWriter: ~Copyable {
     @inline(__always)
     mutating func varint(_ value: UInt64) {
         reserve(10)
+        // One-byte values (lengths, counts) are the common case.
+        guard value >= 0x80 else {
+            base.storeBytes(of: UInt8(value), toByteOffset: count, as: UInt8.self)
+            count += 1
+            return
+        }
+        longVarint(value)
+    }
+
+    private mutating func longVarint(_ value: UInt64) {
         var value = value
         while value >= 0x80 {
             base.storeBytes(of: UInt8(truncatingIfNeeded: value) | 0x80, toByteOffset: count, as: UInt8.self)

@@ -340,7 +340,7 @@ public struct AppendBatch: ~Copyable {
     /// Appends `event` after checking that every write's old value matches the state, and
     /// returns it as stored. `time` defaults to the store's clock.
     @discardableResult
-    public mutating func append(_ event: Event, time: Timestamp? = nil) throws -> EventRecord {
+    public mutating func append(_ event: consuming Event, time: Timestamp? = nil) throws -> EventRecord {
         // Apply each write, checking the value it replaces; on a mismatch undo this event's
         // writes, so that a caller who catches the error keeps a consistent batch.
         for (index, write) in event.writes.enumerated() {

@@ -18,6 +18,12 @@ public struct StateObject: Sendable, Hashable, Sequence, ExpressibleByDictionary
         for (key, value) in elements { self[key] = value }
     }
 
+    /// Makes room for `count` keys without regrowing.
+    mutating func reserveCapacity(_ count: Int) {
+        keys.reserveCapacity(count)
+        values.reserveCapacity(count)
+    }
+
     public var count: Int { keys.count }
     public var isEmpty: Bool { keys.isEmpty }
 

@@ -88,6 +88,7 @@ extension BinaryReader {
         case .object:
             let count = try self.count()
             var object = StateObject()
+            object.reserveCapacity(count)
             for _ in 0..<count {
                 let key = try name()
                 object[key] = try value(depth: depth + 1)
