@@ -97,11 +97,17 @@ struct BinaryWriter: ~Copyable {
 
     @inline(__always)
     mutating func string(_ value: String) {
-        var value = value
-        value.withUTF8 { utf8 in
-            varint(utf8.count)
-            raw(UnsafeRawBufferPointer(utf8))
+        // Native and small strings lend their UTF-8 directly; others are made native first.
+        if value.utf8.withContiguousStorageIfAvailable({ utf8Bytes($0) }) == nil {
+            var native = value
+            native.withUTF8 { utf8Bytes($0) }
         }
+    }
+
+    @inline(__always)
+    private mutating func utf8Bytes(_ utf8: UnsafeBufferPointer<UInt8>) {
+        varint(utf8.count)
+        raw(UnsafeRawBufferPointer(utf8))
     }
 
     /// Reserves a fixed-width slot for a length that is only known later; see `patchLength`.
