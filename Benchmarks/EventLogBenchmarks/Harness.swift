@@ -47,10 +47,12 @@ struct ScenarioReport {
     var summary: String
     var measurements: [Measurement]
     var note: String?
+    /// Whether throughput means anything here (not for a scenario that only measures sizes).
+    var comparesThroughput = true
 
     /// The engine's throughput over a peer's, in the same run.
     func ratio(against peer: Measurement) -> Double? {
-        guard let engine = measurements.first, engine.subject != peer.subject else { return nil }
+        guard comparesThroughput, let engine = measurements.first, engine.subject != peer.subject else { return nil }
         return engine.opsPerSecond / peer.opsPerSecond
     }
 }

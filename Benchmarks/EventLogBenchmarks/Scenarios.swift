@@ -250,7 +250,8 @@ enum Scenarios {
         }
         return ScenarioReport(
             name: "storage", summary: "bytes on disk per event, keyframes included", measurements: measurements,
-            note: String(format: "payload (the encoded record) averages %.0f bytes; ops/s does not apply here", payload))
+            note: String(format: "payload (the encoded record) averages %.0f bytes; ops/s does not apply here", payload),
+            comparesThroughput: false)
     }
 
     /// Saves `count` objects, fetches random ones by id, appends `updates` more saves and

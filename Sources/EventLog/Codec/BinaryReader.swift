@@ -55,10 +55,16 @@ struct BinaryReader {
     @inline(never)
     private func truncated() -> DecodingError { DecodingError("truncated at byte \(offset)") }
 
+    @inline(__always)
     mutating func count() throws(DecodingError) -> Int {
         let value = try varint()
-        guard value <= UInt64(remaining) else { throw DecodingError("length \(value) exceeds the \(remaining) bytes left") }
+        guard value <= UInt64(remaining) else { throw tooLong(value) }
         return Int(value)
+    }
+
+    @inline(never)
+    private func tooLong(_ length: UInt64) -> DecodingError {
+        DecodingError("length \(length) exceeds the \(remaining) bytes left")
     }
 
     mutating func int() throws(DecodingError) -> Int {
