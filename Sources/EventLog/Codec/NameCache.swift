@@ -1,11 +1,12 @@
 import Glibc
 
-/// The names recently decoded by one read (streams, types, causes, object keys and write
-/// paths), so that records repeating them share one copy instead of allocating their own.
+/// The names recently decoded by one read (types, causes and keys too long to be stored
+/// inline in a `String`, and whole write paths), so that records repeating them share one
+/// copy instead of allocating their own.
 ///
 /// Direct-mapped: each slot keeps the last name whose bytes hashed to it, and a miss simply
-/// replaces it, so the memory is fixed and a run of unique names costs one hash each. A hit
-/// is confirmed byte for byte; a cached name is never returned for other bytes.
+/// replaces it, so the memory is fixed and a run of unique names costs a hash and a copy
+/// each. A hit is confirmed byte for byte; a cached name is never returned for other bytes.
 final class NameCache {
     /// A name and its encoded bytes (compared instead of the string's, which is slower to reach).
     private struct Slot<Name> {
