@@ -304,8 +304,7 @@ public final class EventStore: @unchecked Sendable {
     }
 
     static func decode(_ bytes: UnsafeRawBufferPointer, seq: UInt64, names: NameCache? = nil) throws -> EventRecord {
-        var stateDelta = 0
-        do throws(DecodingError) { return try RecordCodec.decode(bytes, seq: seq, stateDelta: &stateDelta, names: names) } catch { throw EventStoreError.corruptRecord(seq: seq, reason: error.reason) }
+        do throws(DecodingError) { return try RecordCodec.decode(bytes, seq: seq, names: names) } catch { throw EventStoreError.corruptRecord(seq: seq, reason: error.reason) }
     }
 }
 

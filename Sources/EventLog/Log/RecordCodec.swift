@@ -77,9 +77,9 @@ enum RecordCodec {
         return (BinaryReader(body, names: names), stored)
     }
 
-    static func decode(_ bytes: UnsafeRawBufferPointer, seq: UInt64) throws(DecodingError) -> EventRecord {
+    static func decode(_ bytes: UnsafeRawBufferPointer, seq: UInt64, names: NameCache? = nil) throws(DecodingError) -> EventRecord {
         var stateDelta = 0
-        return try decode(bytes, seq: seq, stateDelta: &stateDelta)
+        return try decode(bytes, seq: seq, stateDelta: &stateDelta, names: names)
     }
 
     /// Decodes a record and adds to `stateDelta` how its writes change the encoded size of the
