@@ -79,7 +79,7 @@ do {
         for name in readScenarios {
             progress(name)
             switch name {
-            case "replay": reports.append(try Scenarios.replay(log))
+            case "replay": reports += try Scenarios.replay(log)
             case "snapshot.random": reports.append(try Scenarios.snapshots(log, probes: sizes.snapshotProbes))
             case "bisect.where": reports.append(try Scenarios.bisect(log, runs: sizes.bisects))
             case "verify": reports.append(try Scenarios.verify(log))

@@ -70,6 +70,57 @@ import Testing
         #expect(throws: EventStoreError.noSuchEvent(seq: 2_001, last: 2_000)) { try store.snapshot(after: 2_001) }
     }
 
+    @Test func forEachStateGivesTheFoldedStateAfterEachEventInRange() throws {
+        let dir = TemporaryDirectory()
+        let store = try EventStore(path: dir.path, options: .testing(keyframeRatio: 4))
+        var session = RandomSession(seed: 7)
+        var folded: [StateValue] = [.emptyObject]
+        try store.transact { batch in
+            for _ in 0..<500 {
+                try batch.append(session.next())
+                folded.append(session.state)
+            }
+        }
+        for (from, to) in [(UInt64(1), UInt64.max), (0, 3), (137, 260), (500, 900), (501, 600)] {
+            var seqs: [UInt64] = []
+            try store.forEachState(from: from, to: to) { seq, state in
+                #expect(state == folded[Int(seq)], "after \(seq)")
+                seqs.append(seq)
+                return true
+            }
+            #expect(seqs == Array((max(from, 1)...to).prefix { $0 <= 500 }), "from \(from) to \(to)")
+        }
+        var last: UInt64 = 0
+        try store.forEachState(from: 10) { seq, _ in last = seq; return seq < 12 }
+        #expect(last == 12)
+    }
+
+    @Test func forEachStateNamesTheCorruptRecord() throws {
+        let dir = TemporaryDirectory()
+        do {
+            let store = try EventStore(path: dir.path, options: .testing())
+            try store.append(contentsOf: (1...100).map {
+                Event(stream: "s", type: "e", payload: .string(String(format: "needle-%06d", $0)),
+                      writes: [Write("n", old: $0 == 1 ? nil : .int($0 - 1), new: .int($0))])
+            })
+        }
+        let file = dir.file("data.mdb")
+        var data = try Data(contentsOf: URL(fileURLWithPath: file))
+        let range = try #require(data.range(of: Data("needle-000042".utf8)))
+        data[range.lowerBound + 3] ^= 0x01
+        try data.write(to: URL(fileURLWithPath: file))
+
+        let store = try EventStore(path: dir.path, options: .testing())
+        var reached: UInt64 = 0
+        #expect {
+            try store.forEachState { seq, _ in reached = seq; return true }
+        } throws: { error in
+            guard case EventStoreError.corruptRecord(let seq, let reason) = error else { return false }
+            return seq == 42 && reason.hasPrefix("checksum mismatch")
+        }
+        #expect(reached == 41)
+    }
+
     @Test func staleWriteIsRefusedAndTheBatchAppendsNothing() throws {
         let dir = TemporaryDirectory()
         let store = try EventStore(path: dir.path, options: .testing())

@@ -121,9 +121,9 @@ extension EventStore {
             probes = binary.probes
         }
         var result = BisectResult(firstBad: nil, probes: probes, scanned: true)
-        try fold(from: from, to: last) { record, state in
+        try forEachState(from: from, to: last) { seq, state in
             result.probes += 1
-            if predicate.evaluate(state) { result.firstBad = record.seq }
+            if predicate.evaluate(state) { result.firstBad = seq }
             return result.firstBad == nil
         }
         return result

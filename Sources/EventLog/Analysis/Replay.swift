@@ -89,10 +89,8 @@ extension EventStore {
         // Walk both logs in chunks so that neither read transaction lasts long.
         while seq <= end, found == nil {
             let chunkEnd = min(end, seq + 4_095)
-            var writesA: [[Write]] = []
-            var writesB: [[Write]] = []
-            try forEachRecord(from: seq, to: chunkEnd) { writesA.append($0.event.writes); return true }
-            try other.forEachRecord(from: seq, to: chunkEnd) { writesB.append($0.event.writes); return true }
+            let writesA = try writeSets(from: seq, to: chunkEnd)
+            let writesB = try other.writeSets(from: seq, to: chunkEnd)
             for offset in 0...Int(chunkEnd - seq) {
                 let wa = offset < writesA.count ? writesA[offset] : nil
                 let wb = offset < writesB.count ? writesB[offset] : nil
@@ -110,5 +108,14 @@ extension EventStore {
             seq = chunkEnd + 1
         }
         return found
+    }
+
+    /// The write sets of events `from` through `to` that the log holds, in order.
+    private func writeSets(from: UInt64, to: UInt64) throws -> [[Write]] {
+        var writeSets: [[Write]] = []
+        try read { txn in
+            try forEachWriteSet(after: from - 1, through: to, in: txn) { _, writes, _, _ in writeSets.append(writes); return true }
+        }
+        return writeSets
     }
 }

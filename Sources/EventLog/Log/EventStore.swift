@@ -221,6 +221,20 @@ public final class EventStore: @unchecked Sendable {
         }
     }
 
+    /// Calls `body` with each seq from `from` through `to` (clamped to the log) and the state
+    /// right after it, inside one read transaction: one snapshot, then one write set per event,
+    /// decoding nothing else (every checksum is still checked). `body` returns `false` to stop.
+    public func forEachState(from: UInt64 = 1, to: UInt64 = .max, _ body: (UInt64, StateValue) throws -> Bool) throws {
+        try environment.read { txn in
+            let start = min(max(from, 1) - 1, try lastSeq(in: txn))
+            var state = try state(after: start, in: txn)
+            try forEachWriteSet(after: start, through: to, in: txn) { seq, writes, _, _ in
+                do throws(StateError) { try state.apply(writes) } catch { throw EventStoreError.invalidWrite(error) }
+                return try body(seq, state)
+            }
+        }
+    }
+
     /// The state right after event `seq` (0 gives the empty state before the first event):
     /// the nearest keyframe at or before it plus the write sets after that keyframe.
     public func snapshot(after seq: UInt64) throws -> StateValue {
@@ -252,12 +266,26 @@ public final class EventStore: @unchecked Sendable {
     /// Applies the write sets after a keyframe up to `seq`, counting record sizes as it goes.
     private func rollForward(from keyframe: Keyframe, to seq: UInt64, in txn: borrowing Transaction) throws -> Tip {
         var tip = Tip(seq: keyframe.seq, state: keyframe.state, progress: KeyframeProgress(stateBytes: keyframe.bytes))
-        guard keyframe.seq < seq else { return tip }
+        try forEachWriteSet(after: keyframe.seq, through: seq, in: txn) { seq, writes, storedSize, stateDelta in
+            do throws(StateError) { try tip.state.apply(writes) } catch { throw EventStoreError.invalidWrite(error) }
+            _ = tip.progress.record(storedSize, stateDelta: stateDelta, policy: keyframePolicy)
+            tip.seq = seq
+            return true
+        }
+        return tip
+    }
+
+    /// Calls `body` with the seq, write set, stored size and state delta of each record after
+    /// `start` through `end`, in order, decoding nothing else; `body` returns `false` to stop.
+    /// Checks every checksum and that the seqs are dense.
+    func forEachWriteSet(after start: UInt64, through end: UInt64, in txn: borrowing Transaction,
+                         _ body: (_ seq: UInt64, _ writes: [Write], _ storedSize: Int, _ stateDelta: Int) throws -> Bool) throws {
+        guard start < end else { return }
         let names = NameCache()
         try txn.withCursor(events) { cursor in
-            var entry = try RecordCodec.withKey(keyframe.seq + 1) { try cursor.seek(atOrAfter: $0) }
-            while let current = entry, tip.seq < seq {
-                let expected = tip.seq + 1
+            var entry = try RecordCodec.withKey(start + 1) { try cursor.seek(atOrAfter: $0) }
+            var expected = start + 1
+            while let current = entry, expected <= end {
                 let writes: [Write]
                 var stateDelta = 0
                 do {
@@ -268,13 +296,11 @@ public final class EventStore: @unchecked Sendable {
                 } catch let error as DecodingError {
                     throw EventStoreError.corruptRecord(seq: expected, reason: error.reason)
                 }
-                do throws(StateError) { try tip.state.apply(writes) } catch { throw EventStoreError.invalidWrite(error) }
-                _ = tip.progress.record(current.value.count, stateDelta: stateDelta, policy: keyframePolicy)
-                tip.seq = expected
+                guard try body(expected, writes, current.value.count, stateDelta) else { return }
+                expected += 1
                 entry = try cursor.next()
             }
         }
-        return tip
     }
 
     struct Keyframe {
