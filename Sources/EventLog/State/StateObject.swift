@@ -4,11 +4,14 @@
 /// object grows past `indexThreshold` keys, so a collection of 100,000 objects stays fast.
 /// Equality and hashing ignore key order.
 public struct StateObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
-    /// The keys, in insertion order.
-    public private(set) var keys: [String] = []
-    /// The values, in the order of `keys`.
-    public private(set) var values: [StateValue] = []
+    /// The keys and values side by side: one allocation per object, one reference to copy.
+    private var entries: [Entry] = []
     private var index: [String: Int] = [:]
+
+    struct Entry: Sendable {
+        var key: String
+        var value: StateValue
+    }
 
     static let indexThreshold = 32
 
@@ -20,25 +23,28 @@ public struct StateObject: Sendable, Hashable, Sequence, ExpressibleByDictionary
 
     /// Makes room for `count` keys without regrowing.
     mutating func reserveCapacity(_ count: Int) {
-        keys.reserveCapacity(count)
-        values.reserveCapacity(count)
+        entries.reserveCapacity(count)
     }
 
-    public var count: Int { keys.count }
-    public var isEmpty: Bool { keys.isEmpty }
+    /// The keys, in insertion order.
+    public var keys: [String] { entries.map(\.key) }
+    /// The values, in the order of `keys`.
+    public var values: [StateValue] { entries.map(\.value) }
+    public var count: Int { entries.count }
+    public var isEmpty: Bool { entries.isEmpty }
 
     /// The position of `key`, if present.
     func position(of key: String) -> Int? {
-        if keys.count > Self.indexThreshold { return index[key] }
-        return keys.firstIndex(of: key)
+        if entries.count > Self.indexThreshold { return index[key] }
+        return entries.firstIndex { $0.key == key }
     }
 
     /// The value under `key`; assigning `nil` removes the key, assigning a new key appends it.
     public subscript(key: String) -> StateValue? {
-        get { position(of: key).map { values[$0] } }
+        get { position(of: key).map { entries[$0].value } }
         set {
             if let position = position(of: key) {
-                if let newValue { values[position] = newValue } else { remove(at: position) }
+                if let newValue { entries[position].value = newValue } else { remove(at: position) }
             } else if let newValue {
                 append(key, newValue)
             }
@@ -49,13 +55,13 @@ public struct StateObject: Sendable, Hashable, Sequence, ExpressibleByDictionary
     /// when the key is absent; an inserted value is removed again if `body` throws.
     mutating func withValue<R, E: Error>(forKey key: String, default: StateValue?,
                                          _ body: (inout StateValue) throws(E) -> R) throws(E) -> R? {
-        if let position = self.position(of: key) { return try body(&values[position]) }
+        if let position = self.position(of: key) { return try body(&entries[position].value) }
         guard let initial = `default` else { return nil }
         append(key, initial)
         do {
-            return try body(&values[keys.count - 1])
+            return try body(&entries[entries.count - 1].value)
         } catch {
-            remove(at: keys.count - 1)
+            remove(at: entries.count - 1)
             throw error
         }
     }
@@ -63,41 +69,48 @@ public struct StateObject: Sendable, Hashable, Sequence, ExpressibleByDictionary
     /// Puts `value` under `key` (`nil` removes it) and returns what was there.
     mutating func replaceValue(_ value: StateValue?, forKey key: String) -> StateValue? {
         if let position = position(of: key) {
-            let previous = values[position]
-            if let value { values[position] = value } else { remove(at: position) }
-            return previous
+            guard var value else { return remove(at: position) }
+            swap(&entries[position].value, &value)
+            return value
         }
         if let value { append(key, value) }
         return nil
     }
 
     private mutating func append(_ key: String, _ value: StateValue) {
-        keys.append(key)
-        values.append(value)
-        if keys.count > Self.indexThreshold {
+        entries.append(Entry(key: key, value: value))
+        if entries.count > Self.indexThreshold {
             if index.isEmpty {
-                index.reserveCapacity(keys.count * 2)
-                for (i, k) in keys.enumerated() { index[k] = i }
+                index.reserveCapacity(entries.count * 2)
+                for (i, entry) in entries.enumerated() { index[entry.key] = i }
             } else {
-                index[key] = keys.count - 1
+                index[key] = entries.count - 1
             }
         }
     }
 
-    private mutating func remove(at position: Int) {
-        keys.remove(at: position)
-        values.remove(at: position)
-        if keys.count > Self.indexThreshold {
+    @discardableResult
+    private mutating func remove(at position: Int) -> StateValue {
+        let removed = entries.remove(at: position).value
+        if entries.count > Self.indexThreshold {
             index.removeAll(keepingCapacity: true)
-            for (i, k) in keys.enumerated() { index[k] = i }
+            for (i, entry) in entries.enumerated() { index[entry.key] = i }
         } else {
             index = [:]
         }
+        return removed
     }
 
-    public func makeIterator() -> Zip2Sequence<[String], [StateValue]>.Iterator {
-        zip(keys, values).makeIterator()
+    /// The keys and values in insertion order.
+    public struct Iterator: IteratorProtocol {
+        fileprivate var entries: IndexingIterator<[Entry]>
+
+        public mutating func next() -> (key: String, value: StateValue)? {
+            entries.next().map { ($0.key, $0.value) }
+        }
     }
+
+    public func makeIterator() -> Iterator { Iterator(entries: entries.makeIterator()) }
 
     public static func == (lhs: StateObject, rhs: StateObject) -> Bool {
         guard lhs.count == rhs.count else { return false }
