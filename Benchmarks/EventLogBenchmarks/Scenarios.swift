@@ -142,6 +142,8 @@ enum Scenarios {
             store = engine.store
             if let raw, let sqlite, let jsonl { peers = (raw, sqlite, jsonl.path) } else { peers = nil }
             self.payloadBytes = payloadBytes
+            // Flush what the build left dirty, so that its writeback does not run during the reads.
+            sync()
         }
 
         func close() {
