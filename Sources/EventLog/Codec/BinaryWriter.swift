@@ -70,8 +70,10 @@ struct BinaryWriter: ~Copyable {
         count += 1
     }
 
+    @inline(__always)
     mutating func varint(_ value: Int) { varint(UInt64(value)) }
 
+    @inline(__always)
     mutating func signed(_ value: Int64) {
         varint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
     }
