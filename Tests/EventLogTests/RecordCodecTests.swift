@@ -27,9 +27,38 @@ import Testing
         var writesDelta = 0
         let writes = try writer.bytes.withUnsafeBytes { try RecordCodec.decodeWrites($0, seq: 42, stateDelta: &writesDelta) }
         #expect(writes == event.writes)
-        // The writer and both readers must agree, or `verify` would misplace keyframes.
+        // Applying while reading (old values skipped, not built) gives the same state.
+        var expected: StateValue = ["navigation": ["path": ["thread"]]]
+        var streamed = expected
+        try expected.apply(event.writes)
+        var appliedDelta = 0
+        try writer.bytes.withUnsafeBytes { try RecordCodec.applyWrites($0, seq: 42, to: &streamed, stateDelta: &appliedDelta) }
+        #expect(streamed == expected)
+        // The writer and every reader must agree, or `verify` would misplace keyframes.
         #expect(decodedDelta == encoded.stateDelta)
         #expect(writesDelta == encoded.stateDelta)
+        #expect(appliedDelta == encoded.stateDelta)
+    }
+
+    @Test func skippingAValueStepsOverExactlyWhatDecodingReads() throws {
+        let values: [StateValue?] = [nil, .null, true, false, -5, .int(1 << 40), 0.5, "", "é 😀", [], [1, [2, ["x": [3]]]],
+                                     ["a": ["b": [.null, 1.5, "c"]], "": [:]]]
+        var writer = BinaryWriter()
+        for value in values { writer.optionalValue(value) }
+        try writer.withUnsafeBytes { (bytes) throws in
+            var decoder = BinaryReader(bytes)
+            var skipper = BinaryReader(bytes)
+            for value in values {
+                #expect(try decoder.optionalValue() == value)
+                #expect(try skipper.skipOptionalValue() == (value != nil))
+                #expect(skipper.offset == decoder.offset)
+            }
+            #expect(skipper.isAtEnd)
+        }
+        [ValueTag.array.rawValue, 2, ValueTag.null.rawValue].withUnsafeBytes { bytes in
+            var truncated = BinaryReader(bytes)
+            #expect(throws: DecodingError.self) { try truncated.skipOptionalValue() }
+        }
     }
 
     @Test(arguments: events)

@@ -89,8 +89,8 @@ extension EventStore {
         // Walk both logs in chunks so that neither read transaction lasts long.
         while seq <= end, found == nil {
             let chunkEnd = min(end, seq + 4_095)
-            let writesA = try writeSets(from: seq, to: chunkEnd)
-            let writesB = try other.writeSets(from: seq, to: chunkEnd)
+            let writesA = try read { try writeSets(after: seq - 1, through: chunkEnd, in: $0) }
+            let writesB = try other.read { try other.writeSets(after: seq - 1, through: chunkEnd, in: $0) }
             for offset in 0...Int(chunkEnd - seq) {
                 let wa = offset < writesA.count ? writesA[offset] : nil
                 let wb = offset < writesB.count ? writesB[offset] : nil
@@ -108,14 +108,5 @@ extension EventStore {
             seq = chunkEnd + 1
         }
         return found
-    }
-
-    /// The write sets of events `from` through `to` that the log holds, in order.
-    private func writeSets(from: UInt64, to: UInt64) throws -> [[Write]] {
-        var writeSets: [[Write]] = []
-        try read { txn in
-            try forEachWriteSet(after: from - 1, through: to, in: txn) { _, writes, _, _ in writeSets.append(writes); return true }
-        }
-        return writeSets
     }
 }

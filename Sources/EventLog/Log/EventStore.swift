@@ -228,10 +228,7 @@ public final class EventStore: @unchecked Sendable {
         try environment.read { txn in
             let start = min(max(from, 1) - 1, try lastSeq(in: txn))
             var state = try state(after: start, in: txn)
-            try forEachWriteSet(after: start, through: to, in: txn) { seq, writes, _, _ in
-                do throws(StateError) { try state.apply(writes) } catch { throw EventStoreError.invalidWrite(error) }
-                return try body(seq, state)
-            }
+            try foldWriteSets(after: start, through: to, into: &state, in: txn) { seq, state, _, _ in try body(seq, state) }
         }
     }
 
@@ -265,38 +262,65 @@ public final class EventStore: @unchecked Sendable {
 
     /// Applies the write sets after a keyframe up to `seq`, counting record sizes as it goes.
     private func rollForward(from keyframe: Keyframe, to seq: UInt64, in txn: borrowing Transaction) throws -> Tip {
-        var tip = Tip(seq: keyframe.seq, state: keyframe.state, progress: KeyframeProgress(stateBytes: keyframe.bytes))
-        try forEachWriteSet(after: keyframe.seq, through: seq, in: txn) { seq, writes, storedSize, stateDelta in
-            do throws(StateError) { try tip.state.apply(writes) } catch { throw EventStoreError.invalidWrite(error) }
-            _ = tip.progress.record(storedSize, stateDelta: stateDelta, policy: keyframePolicy)
-            tip.seq = seq
+        var state = keyframe.state
+        var (last, progress) = (keyframe.seq, KeyframeProgress(stateBytes: keyframe.bytes))
+        try foldWriteSets(after: keyframe.seq, through: seq, into: &state, in: txn) { seq, _, storedSize, stateDelta in
+            _ = progress.record(storedSize, stateDelta: stateDelta, policy: keyframePolicy)
+            last = seq
             return true
         }
-        return tip
+        return Tip(seq: last, state: state, progress: progress)
     }
 
-    /// Calls `body` with the seq, write set, stored size and state delta of each record after
-    /// `start` through `end`, in order, decoding nothing else; `body` returns `false` to stop.
-    /// Checks every checksum and that the seqs are dense.
-    func forEachWriteSet(after start: UInt64, through end: UInt64, in txn: borrowing Transaction,
-                         _ body: (_ seq: UInt64, _ writes: [Write], _ storedSize: Int, _ stateDelta: Int) throws -> Bool) throws {
-        guard start < end else { return }
+    /// Applies the write set of each record after `start` through `end` to `state`, in order,
+    /// decoding nothing else, and calls `body` after each with its seq, the state, its stored
+    /// size and state delta; `body` returns `false` to stop. After a throw `state` must be
+    /// discarded.
+    func foldWriteSets(after start: UInt64, through end: UInt64, into state: inout StateValue, in txn: borrowing Transaction,
+                       _ body: (_ seq: UInt64, _ state: StateValue, _ storedSize: Int, _ stateDelta: Int) throws -> Bool) throws {
         let names = NameCache()
+        try forEachStoredRecord(after: start, through: end, in: txn) { seq, bytes in
+            var stateDelta = 0
+            do {
+                try RecordCodec.applyWrites(bytes, seq: seq, to: &state, stateDelta: &stateDelta, names: names)
+            } catch let error as DecodingError {
+                throw EventStoreError.corruptRecord(seq: seq, reason: error.reason)
+            } catch let error as StateError {
+                throw EventStoreError.invalidWrite(error)
+            }
+            return try body(seq, state, bytes.count, stateDelta)
+        }
+    }
+
+    /// The write sets of the records after `start` through `end`, in order.
+    func writeSets(after start: UInt64, through end: UInt64, in txn: borrowing Transaction) throws -> [[Write]] {
+        let names = NameCache()
+        var writeSets: [[Write]] = []
+        try forEachStoredRecord(after: start, through: end, in: txn) { seq, bytes in
+            var stateDelta = 0
+            do throws(DecodingError) {
+                writeSets.append(try RecordCodec.decodeWrites(bytes, seq: seq, stateDelta: &stateDelta, names: names))
+            } catch {
+                throw EventStoreError.corruptRecord(seq: seq, reason: error.reason)
+            }
+            return true
+        }
+        return writeSets
+    }
+
+    /// Calls `body` with the seq and stored bytes of each record after `start` through `end`,
+    /// in order, checking that the seqs are dense; `body` returns `false` to stop.
+    private func forEachStoredRecord(after start: UInt64, through end: UInt64, in txn: borrowing Transaction,
+                                     _ body: (_ seq: UInt64, _ bytes: UnsafeRawBufferPointer) throws -> Bool) throws {
+        guard start < end else { return }
         try txn.withCursor(events) { cursor in
             var entry = try RecordCodec.withKey(start + 1) { try cursor.seek(atOrAfter: $0) }
             var expected = start + 1
             while let current = entry, expected <= end {
-                let writes: [Write]
-                var stateDelta = 0
-                do {
-                    guard try RecordCodec.seq(fromKey: current.key) == expected else {
-                        throw DecodingError("the sequence has a gap before \(expected)")
-                    }
-                    writes = try RecordCodec.decodeWrites(current.value, seq: expected, stateDelta: &stateDelta, names: names)
-                } catch let error as DecodingError {
-                    throw EventStoreError.corruptRecord(seq: expected, reason: error.reason)
+                guard try RecordCodec.seq(fromKey: current.key) == expected else {
+                    throw EventStoreError.corruptRecord(seq: expected, reason: "the sequence has a gap before \(expected)")
                 }
-                guard try body(expected, writes, current.value.count, stateDelta) else { return }
+                guard try body(expected, current.value) else { return }
                 expected += 1
                 entry = try cursor.next()
             }

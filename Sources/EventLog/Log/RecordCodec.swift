@@ -115,10 +115,38 @@ enum RecordCodec {
         return EventRecord(seq: seq, time: time, event: event, checksum: checksum)
     }
 
-    /// Decodes only the write set, skipping the other fields (the snapshot fast path), and adds
-    /// to `stateDelta` how the writes change the encoded size of the state.
+    /// Decodes only the write set, skipping the other fields, and adds to `stateDelta` how the
+    /// writes change the encoded size of the state.
     static func decodeWrites(_ bytes: UnsafeRawBufferPointer, seq: UInt64, stateDelta: inout Int,
                              names: NameCache? = nil) throws(DecodingError) -> [Write] {
+        var reader = try writeSetReader(bytes, seq: seq, names: names)
+        let writes = try decodeWrites(&reader, stateDelta: &stateDelta)
+        guard reader.isAtEnd else { throw DecodingError("\(reader.remaining) trailing bytes") }
+        return writes
+    }
+
+    /// Applies the record's writes to `state` as it reads them, building neither the writes
+    /// nor their old values (the fold fast path), and adds to `stateDelta` how they change the
+    /// encoded size of the state. Throws `DecodingError` or `StateError`; after a throw `state`
+    /// may hold part of the record's writes and must be discarded.
+    static func applyWrites(_ bytes: UnsafeRawBufferPointer, seq: UInt64, to state: inout StateValue,
+                            stateDelta: inout Int, names: NameCache? = nil) throws {
+        var reader = try writeSetReader(bytes, seq: seq, names: names)
+        for _ in 0..<(try reader.count()) {
+            let path = try reader.path()
+            let oldStart = reader.offset
+            let hadOld = try reader.skipOptionalValue()
+            let newStart = reader.offset
+            let new = try reader.optionalValue()
+            stateDelta += KeyframeProgress.sizeChange(path, oldSize: hadOld ? newStart - oldStart : nil,
+                                                      newSize: new.map { _ in reader.offset - newStart })
+            try state.set(new, at: path)
+        }
+        guard reader.isAtEnd else { throw DecodingError("\(reader.remaining) trailing bytes") }
+    }
+
+    /// A reader over a checked record, positioned at its write count.
+    private static func writeSetReader(_ bytes: UnsafeRawBufferPointer, seq: UInt64, names: NameCache?) throws(DecodingError) -> BinaryReader {
         var (reader, _) = try verified(bytes, seq: seq, names: names)
         _ = try reader.varint()                    // time
         try reader.skip(try reader.count())        // stream
@@ -131,7 +159,7 @@ enum RecordCodec {
         }
         if try reader.byte() == 1 { try reader.skip(try reader.count()) } // skip reason
         try reader.skip(Int(try reader.fixed32())) // payload
-        return try decodeWrites(&reader, stateDelta: &stateDelta)
+        return reader
     }
 
     private static func decodeWrites(_ reader: inout BinaryReader, stateDelta: inout Int) throws(DecodingError) -> [Write] {

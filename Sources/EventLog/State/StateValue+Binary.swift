@@ -65,7 +65,7 @@ extension BinaryWriter {
 
 extension BinaryReader {
     mutating func value(depth: Int = 0) throws(DecodingError) -> StateValue {
-        guard let value = try optionalValue(depth: depth) else { throw DecodingError("absent value where one is required") }
+        guard let value = try optionalValue(depth: depth) else { throw absentElement() }
         return value
     }
 
@@ -98,6 +98,31 @@ extension BinaryReader {
         case nil: throw DecodingError("unknown value tag \(tag) at byte \(offset - 1)")
         }
     }
+
+    /// Steps over a value or the absent tag, checking its structure as `optionalValue` does
+    /// but building nothing; returns whether a value was there.
+    mutating func skipOptionalValue(depth: Int = 0) throws(DecodingError) -> Bool {
+        guard depth < 512 else { throw DecodingError("values nested deeper than 512 levels") }
+        let tag = try byte()
+        switch ValueTag(rawValue: tag) {
+        case .null, .false, .true: break
+        case .int: _ = try varint()
+        case .double: try skip(8)
+        case .string: try skip(try count())
+        case .array:
+            for _ in 0..<(try count()) { guard try skipOptionalValue(depth: depth + 1) else { throw absentElement() } }
+        case .object:
+            for _ in 0..<(try count()) {
+                try skip(try count())
+                guard try skipOptionalValue(depth: depth + 1) else { throw absentElement() }
+            }
+        case .absent: return false
+        case nil: throw DecodingError("unknown value tag \(tag) at byte \(offset - 1)")
+        }
+        return true
+    }
+
+    private func absentElement() -> DecodingError { DecodingError("absent value where one is required") }
 
     mutating func path() throws(DecodingError) -> StatePath {
         guard let names else { return try decodePath() }
