@@ -221,6 +221,21 @@ import Testing
         #expect(try store.firstSnapshotMismatch() == target)
     }
 
+    @Test func verifyFindsAWriteWhoseOldValueDisagreesWithTheFold() throws {
+        let dir = TemporaryDirectory()
+        let store = try EventStore(path: dir.path, options: .testing())
+        try store.append(contentsOf: (1...10).map { i in Event(stream: "s", type: "e", writes: [Write("n", old: i == 1 ? nil : .int(Int64(i - 1)), new: .int(Int64(i)))]) })
+        // Replace event 6 with a well-formed record whose write expects the wrong old value.
+        try store.environment.write { txn in
+            let forged = Event(stream: "s", type: "e", writes: [Write("n", old: 99, new: 6)])
+            let bytes = EventRecord.storedBytes(of: forged, seq: 6, time: Timestamp(microsecondsSince1970: 0))
+            try RecordCodec.withKey(6) { key in try bytes.withUnsafeBytes { try txn.put(store.events, key: key, value: $0) } }
+        }
+        let report = try store.verify()
+        #expect(report.problem == .init(seq: 6, reason: "write to n expects 99 but the state holds 5"))
+        #expect(report.eventsChecked == 5)
+    }
+
     @Test func verifyFindsAMissingKeyframe() throws {
         let dir = TemporaryDirectory()
         let store = try EventStore(path: dir.path, options: .testing())

@@ -53,11 +53,13 @@ extension EventStore {
                             return fail(expected, error.reason)
                         }
                         for write in record.event.writes {
-                            let actual = state[write.path]
+                            // One walk down the path: apply, then compare what it replaced (a
+                            // failed check ends the run, so the state needs no undoing).
+                            let actual: StateValue?
+                            do { actual = try state.set(write.new, at: write.path) } catch { return fail(seq, "\(error)") }
                             guard actual == write.old else {
                                 return fail(seq, "write to \(write.path) expects \(write.old?.json() ?? "absent") but the state holds \(actual?.json() ?? "absent")")
                             }
-                            do { try state.apply(write) } catch { return fail(seq, "\(error)") }
                         }
                         let due = keyframeProgress.record(current.value.count, stateDelta: stateDelta, policy: keyframePolicy)
                         if let stored = keyframe, let at = try? RecordCodec.seq(fromKey: stored.key), at <= seq {
