@@ -111,7 +111,7 @@ enum Table {
             cells.enumerated().map { index, cell in
                 index < 2 ? cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
                           : String(repeating: " ", count: widths[index] - cell.count) + cell
-            }.joined(separator: "  ")
+            }.joined(separator: "  ").replacing(#/ +$/#, with: "")
         }
         var text = line(header) + "\n" + line(widths.map { String(repeating: "-", count: $0) }) + "\n"
         for row in rows { text += line(row) + "\n" }
