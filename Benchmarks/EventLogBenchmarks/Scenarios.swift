@@ -325,6 +325,15 @@ enum Scenarios {
         }
         let late = try fetchAll()
         let grown = max(0, residentMemory().anonymous - before)
+        // Delete a tenth of the objects, scattered, 1,000 per transaction.
+        let doomed = ids.indices.filter { $0 % 10 == 3 }.map { ids[$0] }
+        let deleteSeconds = try time {
+            for start in stride(from: 0, to: doomed.count, by: 1_000) {
+                try store.transact { batch in
+                    for id in doomed[start..<min(doomed.count, start + 1_000)] { try objects.delete("BlogPost", id: id, batch: &batch) }
+                }
+            }
+        }
         guard try objects.verifyReadModel() == nil else { throw BenchmarkError(description: "read model differs from the log") }
         var lateNamed = late
         lateNamed.subject = "eventlog, longer log"
@@ -333,8 +342,9 @@ enum Scenarios {
                            measurements: [
                                Measurement(subject: "eventlog", operations: count, seconds: saveSeconds, extra: [("heap growth MiB", Double(grown) / 1_048_576)]),
                                Measurement(subject: "eventlog, updates", operations: updates, seconds: updateSeconds),
+                               Measurement(subject: "eventlog, deletes", operations: doomed.count, seconds: deleteSeconds),
                            ],
-                           note: "creates of \(count) objects, then \(updates) updates of random ones; heap growth (RssAnon, not LMDB's mapped pages) covers both"),
+                           note: "creates of \(count) objects, then \(updates) updates of random ones, then deletes of every tenth; heap growth (RssAnon, not LMDB's mapped pages) covers creates and updates"),
             ScenarioReport(name: "objects.fetch", summary: "fetch by id among \(count) objects, before and after \(updates) more events",
                            measurements: [early, lateNamed],
                            note: "the second row's ratio is the short log's fetch rate over the long log's: near 1.00× means fetch does not depend on the log's length"),

@@ -114,15 +114,20 @@ public final class ObjectStore: @unchecked Sendable {
 
     /// Deletes one object; `notFound` (and nothing appended) when there is none.
     public func delete(_ collection: String, id: String, origin: Origin = .system, cause: Cause? = nil) throws {
+        try store.transact { batch in try delete(collection, id: id, origin: origin, cause: cause, batch: &batch) }
+    }
+
+    /// Deletes inside a transaction of the caller's, so that many deletes (and other events)
+    /// commit together.
+    public func delete(_ collection: String, id: String, origin: Origin = .system, cause: Cause? = nil,
+                       batch: inout AppendBatch) throws {
         let readModel = try writableReadModel()
-        try store.transact { batch in
-            let path = Self.path(collection, id)
-            guard let existing = batch.state[path] else { throw ObjectStoreError.notFound(collection: collection, id: id) }
-            try batch.append(Event(stream: Self.stream, type: "delete", origin: origin, cause: cause,
-                                   payload: ["collection": .string(collection), "id": .string(id)],
-                                   writes: [Write(path, old: existing, new: nil)]))
-            try Self.withKey(collection, id) { _ = try batch.delete(readModel, key: $0) }
-        }
+        let path = Self.path(collection, id)
+        guard let existing = batch.state[path] else { throw ObjectStoreError.notFound(collection: collection, id: id) }
+        try batch.append(Event(stream: Self.stream, type: "delete", origin: origin, cause: cause,
+                               payload: ["collection": .string(collection), "id": .string(id)],
+                               writes: [Write(path, old: existing, new: nil)]))
+        try Self.withKey(collection, id) { _ = try batch.delete(readModel, key: $0) }
     }
 
     /// Deletes every object of `collection` in one event and returns how many there were

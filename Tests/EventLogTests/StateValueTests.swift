@@ -74,6 +74,37 @@ import Testing
         #expect(object.keys.first == "id1")
     }
 
+    @Test func objectsMatchAnOrderedModelThroughRandomInsertsUpdatesAndRemovals() throws {
+        var rng = SplitMix64(seed: 11)
+        var object = StateObject()
+        var model: [(key: String, value: StateValue)] = []
+        for step in 0..<20_000 {
+            // Drift the key range so that objects cross the index threshold in both directions.
+            let range = step % 4_000 < 2_000 ? 120 : 24
+            let key = "k\(Int.random(in: 0..<range, using: &rng))"
+            let modelPosition = model.firstIndex { $0.key == key }
+            if Bool.random(using: &rng), modelPosition != nil || Bool.random(using: &rng) {
+                object[key] = nil
+                if let modelPosition { model.remove(at: modelPosition) }
+            } else {
+                let value = StateValue.int(Int64(step))
+                object[key] = value
+                if let modelPosition { model[modelPosition].value = value } else { model.append((key, value)) }
+            }
+            if step % 97 == 0 {
+                #expect(object.keys == model.map(\.key), "keys after step \(step)")
+                #expect(object.values == model.map(\.value), "values after step \(step)")
+                #expect(object.count == model.count)
+                for (key, value) in model { #expect(object[key] == value) }
+                var rebuilt = StateObject()
+                for (key, value) in model.reversed() { rebuilt[key] = value }
+                #expect(object == rebuilt && object.hashValue == rebuilt.hashValue)
+                let decoded = try StateValue.object(object).encoded.withUnsafeBytes { try StateValue(encoded: $0) }
+                #expect(decoded.objectValue?.keys == model.map(\.key) && decoded == .object(object))
+            }
+        }
+    }
+
     @Test func diffAppliedToTheOldStateGivesTheNewOne() throws {
         var rng = SplitMix64(seed: 7)
         for _ in 0..<200 {

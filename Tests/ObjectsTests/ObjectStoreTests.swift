@@ -116,6 +116,30 @@ final class ObjectsHarness {
         #expect(try harness.objects.verifyReadModel() == nil)
     }
 
+    @Test func deletesInOneTransactionCommitTogetherOrNotAtAll() throws {
+        let harness = try ObjectsHarness()
+        // Enough objects that the collection is indexed and deletes leave holes behind.
+        let ids = try harness.store.transact { batch in
+            try (0..<100).map { try harness.objects.save(["title": .string("post \($0)")], in: "BlogPost", batch: &batch)["id"]!.stringValue! }
+        }
+        let before = try harness.store.lastSeq()
+        #expect(throws: ObjectStoreError.notFound(collection: "BlogPost", id: "missing")) {
+            try harness.store.transact { batch in
+                for id in ids.prefix(10) { try harness.objects.delete("BlogPost", id: id, batch: &batch) }
+                try harness.objects.delete("BlogPost", id: "missing", batch: &batch)
+            }
+        }
+        #expect(try harness.store.lastSeq() == before)
+        #expect(try harness.objects.fetch("BlogPost", id: ids[0]) != nil)
+        try harness.store.transact { batch in
+            for id in ids where id.hasSuffix("3") || id.hasSuffix("7") { try harness.objects.delete("BlogPost", id: id, batch: &batch) }
+        }
+        let left = try harness.objects.fetchAll("BlogPost", limit: 1_000).objects.compactMap { $0["id"]?.stringValue }
+        #expect(left == ids.filter { !$0.hasSuffix("3") && !$0.hasSuffix("7") })
+        #expect(try harness.store.currentState["objects.BlogPost"]?.objectValue?.keys == left)
+        #expect(try harness.objects.verifyReadModel() == nil)
+    }
+
     @Test func aStaleSaveIsAConflictAndAppendsNothing() throws {
         let harness = try ObjectsHarness()
         let first = try harness.objects.save(ObjectsHarness.post())

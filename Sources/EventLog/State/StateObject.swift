@@ -4,13 +4,20 @@
 /// object grows past `indexThreshold` keys, so a collection of 100,000 objects stays fast.
 /// Equality and hashing ignore key order.
 public struct StateObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
-    /// The keys and values side by side: one allocation per object, one reference to copy.
+    /// The keys and values side by side in insertion order: one allocation per object, one
+    /// reference to copy. A removal from an indexed object leaves a hole so that it costs
+    /// O(1); holes are squeezed out once they are half the entries.
     private var entries: [Entry] = []
+    /// The position of every present key, once `entries` is longer than `indexThreshold`;
+    /// empty (and `entries` free of holes) until then. Two references in all, so that a
+    /// `StateValue` stays 16 bytes of payload.
     private var index: [String: Int] = [:]
 
     struct Entry: Sendable {
         var key: String
         var value: StateValue
+        /// Left by a removal: no longer part of the object (its value is `.null`).
+        var isHole = false
     }
 
     static let indexThreshold = 32
@@ -27,15 +34,17 @@ public struct StateObject: Sendable, Hashable, Sequence, ExpressibleByDictionary
     }
 
     /// The keys, in insertion order.
-    public var keys: [String] { entries.map(\.key) }
+    public var keys: [String] { map(\.key) }
     /// The values, in the order of `keys`.
-    public var values: [StateValue] { entries.map(\.value) }
-    public var count: Int { entries.count }
-    public var isEmpty: Bool { entries.isEmpty }
+    public var values: [StateValue] { map(\.value) }
+    public var count: Int { isIndexed ? index.count : entries.count }
+    public var isEmpty: Bool { count == 0 }
 
-    /// The position of `key`, if present.
+    private var isIndexed: Bool { entries.count > Self.indexThreshold }
+
+    /// The position of `key` in `entries`, if present.
     func position(of key: String) -> Int? {
-        if entries.count > Self.indexThreshold { return index[key] }
+        if isIndexed { return index[key] }
         return entries.firstIndex { $0.key == key }
     }
 
@@ -58,10 +67,11 @@ public struct StateObject: Sendable, Hashable, Sequence, ExpressibleByDictionary
         if let position = self.position(of: key) { return try body(&entries[position].value) }
         guard let initial = `default` else { return nil }
         append(key, initial)
+        let position = entries.count - 1
         do {
-            return try body(&entries[entries.count - 1].value)
+            return try body(&entries[position].value)
         } catch {
-            remove(at: entries.count - 1)
+            remove(at: position)
             throw error
         }
     }
@@ -79,26 +89,32 @@ public struct StateObject: Sendable, Hashable, Sequence, ExpressibleByDictionary
 
     private mutating func append(_ key: String, _ value: StateValue) {
         entries.append(Entry(key: key, value: value))
-        if entries.count > Self.indexThreshold {
-            if index.isEmpty {
-                index.reserveCapacity(entries.count * 2)
-                for (i, entry) in entries.enumerated() { index[entry.key] = i }
-            } else {
-                index[key] = entries.count - 1
-            }
+        guard isIndexed else { return }
+        if index.isEmpty {
+            index.reserveCapacity(entries.count * 2)
+            for (i, entry) in entries.enumerated() { index[entry.key] = i }
+        } else {
+            index[key] = entries.count - 1
         }
     }
 
     @discardableResult
     private mutating func remove(at position: Int) -> StateValue {
-        let removed = entries.remove(at: position).value
-        if entries.count > Self.indexThreshold {
-            index.removeAll(keepingCapacity: true)
-            for (i, entry) in entries.enumerated() { index[entry.key] = i }
-        } else {
-            index = [:]
-        }
+        guard isIndexed else { return entries.remove(at: position).value }
+        var removed = StateValue.null
+        swap(&entries[position].value, &removed)
+        entries[position].isHole = true
+        index[entries[position].key] = nil
+        if index.count * 2 <= entries.count { squeezeOutHoles() }
         return removed
+    }
+
+    private mutating func squeezeOutHoles() {
+        entries.removeAll { $0.isHole }
+        index.removeAll(keepingCapacity: true)
+        if isIndexed {
+            for (i, entry) in entries.enumerated() { index[entry.key] = i }
+        }
     }
 
     /// The keys and values in insertion order.
@@ -106,7 +122,10 @@ public struct StateObject: Sendable, Hashable, Sequence, ExpressibleByDictionary
         fileprivate var entries: IndexingIterator<[Entry]>
 
         public mutating func next() -> (key: String, value: StateValue)? {
-            entries.next().map { ($0.key, $0.value) }
+            while let entry = entries.next() {
+                if !entry.isHole { return (entry.key, entry.value) }
+            }
+            return nil
         }
     }
 
