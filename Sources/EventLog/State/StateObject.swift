@@ -1,4 +1,5 @@
-/// An object of a state tree: string keys in insertion order, looked up in O(1).
+/// An object of a state tree: string keys in insertion order, each looked up, added or
+/// removed in O(1) (amortised).
 ///
 /// Small objects (the common case) are searched linearly; a hash index is built once an
 /// object grows past `indexThreshold` keys, so a collection of 100,000 objects stays fast.
