@@ -183,6 +183,26 @@ import Testing
         #expect(state == ["a": 1999, "b": 1999])
     }
 
+    @Test func aMapGrownByAnotherProcessIsAdopted() throws {
+        let dir = TemporaryDirectory()
+        let db = dir.file("grown.lmdb")
+        var options = EventStore.Options()
+        options.initialMapSize = 1 << 20
+        let store = try EventStore(path: db, options: options)
+        try store.append(Event(stream: "s", type: "first"))
+        #expect(store.environment.mapSize == 1 << 20)
+        // The child opens with the default map of 64 MiB and writes past this process's 1 MiB,
+        // so this process's next transactions see MDB_MAP_RESIZED and must adopt the new size.
+        try counterEvents(key: "n", count: 20_000).write(toFile: dir.file("n.jsonl"), atomically: true, encoding: .utf8)
+        let imported = try runEventlog(["import", dir.file("n.jsonl"), "--db", db])
+        #expect(imported.code == 0, "\(imported.err)")
+        #expect(try store.lastSeq() == 20_001)
+        #expect(store.environment.mapSize > 1 << 20)
+        try store.append(Event(stream: "s", type: "last"))
+        #expect(try store.currentState == ["n": 19_999])
+        #expect(try store.verify().eventsChecked == 20_002)
+    }
+
     @Test func theExecutableReportsErrorsOnStderrWithExitCodes() throws {
         let dir = TemporaryDirectory()
         let missing = try runEventlog(["log", "--db", dir.file("none")])
