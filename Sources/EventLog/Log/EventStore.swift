@@ -228,7 +228,7 @@ public final class EventStore: @unchecked Sendable {
         try environment.read { txn in
             let start = min(max(from, 1) - 1, try lastSeq(in: txn))
             var state = try state(after: start, in: txn)
-            try foldWriteSets(after: start, through: to, into: &state, in: txn) { seq, state, _, _ in try body(seq, state) }
+            try foldWriteSets(after: start, through: to, into: &state, in: txn) { seq, folded, _, _ in try body(seq, folded) }
         }
     }
 
@@ -264,9 +264,9 @@ public final class EventStore: @unchecked Sendable {
     private func rollForward(from keyframe: Keyframe, to seq: UInt64, in txn: borrowing Transaction) throws -> Tip {
         var state = keyframe.state
         var (last, progress) = (keyframe.seq, KeyframeProgress(stateBytes: keyframe.bytes))
-        try foldWriteSets(after: keyframe.seq, through: seq, into: &state, in: txn) { seq, _, storedSize, stateDelta in
+        try foldWriteSets(after: keyframe.seq, through: seq, into: &state, in: txn) { applied, _, storedSize, stateDelta in
             _ = progress.record(storedSize, stateDelta: stateDelta, policy: keyframePolicy)
-            last = seq
+            last = applied
             return true
         }
         return Tip(seq: last, state: state, progress: progress)
@@ -317,7 +317,11 @@ public final class EventStore: @unchecked Sendable {
             var entry = try RecordCodec.withKey(start + 1) { try cursor.seek(atOrAfter: $0) }
             var expected = start + 1
             while let current = entry, expected <= end {
-                guard try RecordCodec.seq(fromKey: current.key) == expected else {
+                let seq: UInt64
+                do throws(DecodingError) { seq = try RecordCodec.seq(fromKey: current.key) } catch {
+                    throw EventStoreError.corruptRecord(seq: expected, reason: error.reason)
+                }
+                guard seq == expected else {
                     throw EventStoreError.corruptRecord(seq: expected, reason: "the sequence has a gap before \(expected)")
                 }
                 guard try body(expected, current.value) else { return }

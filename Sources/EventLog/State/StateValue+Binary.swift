@@ -65,7 +65,7 @@ extension BinaryWriter {
 
 extension BinaryReader {
     mutating func value(depth: Int = 0) throws(DecodingError) -> StateValue {
-        guard let value = try optionalValue(depth: depth) else { throw absentElement() }
+        guard let value = try optionalValue(depth: depth) else { throw absentValue() }
         return value
     }
 
@@ -110,11 +110,11 @@ extension BinaryReader {
         case .double: try skip(8)
         case .string: try skip(try count())
         case .array:
-            for _ in 0..<(try count()) { guard try skipOptionalValue(depth: depth + 1) else { throw absentElement() } }
+            for _ in 0..<(try count()) { guard try skipOptionalValue(depth: depth + 1) else { throw absentValue() } }
         case .object:
             for _ in 0..<(try count()) {
                 try skip(try count())
-                guard try skipOptionalValue(depth: depth + 1) else { throw absentElement() }
+                guard try skipOptionalValue(depth: depth + 1) else { throw absentValue() }
             }
         case .absent: return false
         case nil: throw DecodingError("unknown value tag \(tag) at byte \(offset - 1)")
@@ -122,7 +122,7 @@ extension BinaryReader {
         return true
     }
 
-    private func absentElement() -> DecodingError { DecodingError("absent value where one is required") }
+    private func absentValue() -> DecodingError { DecodingError("absent value where one is required") }
 
     mutating func path() throws(DecodingError) -> StatePath {
         guard let names else { return try decodePath() }
