@@ -8,13 +8,14 @@ import Glibc
 public final class Console: @unchecked Sendable {
     private let writeOut: (String) -> Void
     private let writeErr: (String) -> Void
-    private let readIn: () -> Data
+    private let readIn: () throws -> Data?
     private let flushOut: () -> Void
     /// Whether progress lines should be drawn on stderr.
     public let showsProgress: Bool
 
+    /// `stdin` returns the next chunk of input, and `nil` or no bytes at its end.
     public init(stdout: @escaping (String) -> Void, stderr: @escaping (String) -> Void,
-                stdin: @escaping () -> Data = { Data() }, showsProgress: Bool = false,
+                stdin: @escaping () throws -> Data? = { nil }, showsProgress: Bool = false,
                 flush: @escaping () -> Void = {}) {
         writeOut = stdout
         writeErr = stderr
@@ -28,7 +29,7 @@ public final class Console: @unchecked Sendable {
         let out = FileDescriptorBuffer(descriptor: STDOUT_FILENO)
         return Console(stdout: out.write,
                        stderr: { FileDescriptorBuffer.writeAll($0, to: STDERR_FILENO) },
-                       stdin: { FileHandle.standardInput.readDataToEndOfFile() },
+                       stdin: { try FileHandle.standardInput.read(upToCount: 1 << 20) },
                        showsProgress: isatty(STDERR_FILENO) == 1,
                        flush: out.flush)
     }
@@ -39,7 +40,15 @@ public final class Console: @unchecked Sendable {
         flushOut()
         writeErr(text)
     }
-    func stdin() -> Data { readIn() }
+    /// stdin's lines, read a chunk at a time.
+    func stdinLines() -> LineReader { LineReader(readIn) }
+
+    /// All of stdin.
+    func stdin() throws -> Data {
+        var data = Data()
+        while let chunk = try readIn(), !chunk.isEmpty { data.append(chunk) }
+        return data
+    }
 
     /// Draws `text` over the previous progress line, when progress is shown.
     func progress(_ text: String) {

@@ -98,6 +98,13 @@ import Testing
         #expect(eventlog(["info", "--json", "--db", db]).out.contains("\"lastSeq\":5"))
     }
 
+    @Test func aBatchedImportKeepsTheBatchesBeforeABadLine() {
+        let input = counterEvents(key: "counter", count: 25) + "{\"stream\":\n" + counterEvents(key: "counter", count: 5, start: 25)
+        let result = eventlog(["import", "-", "--batch", "10", "--db", db], stdin: input)
+        #expect(result.err == "Error: - line 26, column 11: unexpected end of input\n")
+        #expect(eventlog(["info", "--json", "--db", db]).out.contains("\"lastSeq\":20"))
+    }
+
     @Test func aFailedImportIntoANewDatabaseLeavesNoDatabase() {
         let result = eventlog(["import", "-", "--db", db], stdin: #"{"stream":"s","type":"t","writes":[{"path":"x","old":1,"new":2}]}"#)
         #expect(result.code == 2)
@@ -117,6 +124,35 @@ import Testing
         _ = seeded(2)
         #expect(eventlog(["info", "--json"], environment: ["EVENTLOG_DB": db]).out.contains("\"events\":2"))
         #expect(eventlog(["info", "--json", "--db", dir.file("other")], environment: ["EVENTLOG_DB": db]).code == 3)
+    }
+}
+
+@Suite struct LineReaderTests {
+    @Test(arguments: ["", "\n", "a", "a\n", "a\nb", "a\n\nb\n", "\n\nlast line without newline", String(repeating: "x", count: 5_000) + "\ny\n"])
+    func linesAreTheSameWhateverTheChunkSizes(_ text: String) throws {
+        var expected = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if text.hasSuffix("\n") || text.isEmpty { expected.removeLast() }
+        for chunkSize in [1, 2, 3, 7, 64, 1 << 20] {
+            var bytes = Data(text.utf8)[...]
+            var reader = LineReader {
+                defer { bytes = bytes.dropFirst(chunkSize) }
+                return Data(bytes.prefix(chunkSize))
+            }
+            var lines: [String] = []
+            while let line = try reader.next() { lines.append(String(decoding: line, as: UTF8.self)) }
+            #expect(lines == expected, "chunks of \(chunkSize)")
+        }
+    }
+
+    @Test func aFailedReadIsThrown() throws {
+        struct ReadFailure: Error {}
+        var chunks = [Data("first\nsecond".utf8)]
+        var reader = LineReader {
+            guard !chunks.isEmpty else { throw ReadFailure() }
+            return chunks.removeFirst()
+        }
+        #expect(try reader.next() == Array("first".utf8)[...])
+        #expect(throws: ReadFailure.self) { try reader.next() }
     }
 }
 

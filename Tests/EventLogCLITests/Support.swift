@@ -13,7 +13,8 @@ struct Outcome {
 func eventlog(_ arguments: [String], stdin: String = "", environment: [String: String] = [:]) -> Outcome {
     let out = Captured()
     let err = Captured()
-    let console = Console(stdout: out.append, stderr: err.append, stdin: { Data(stdin.utf8) })
+    var input: Data? = Data(stdin.utf8)
+    let console = Console(stdout: out.append, stderr: err.append, stdin: { defer { input = nil }; return input })
     let code = EventLogCLI.run(arguments, environment: environment, console: console)
     return Outcome(code: code, out: out.text, err: err.text)
 }

@@ -172,6 +172,8 @@ enum LogCommands {
             "reason", "payload", "writes" and "time" are kept; a "seq", when present, must be the seq
             the event will get; a "checksum" is ignored. Every write's old value must match the state.
             Without --batch all lines commit in one transaction: one bad line appends nothing.
+            With --batch N the input is read and committed N events at a time, so memory stays
+            bounded whatever the input's size.
             """,
         arguments: [.init(name: "FILE", help: "A JSON-lines file, or - for stdin.")],
         options: [.init(name: "batch", value: "N", help: "Commit every N events (earlier batches stay if a later line is bad).")],
@@ -179,37 +181,42 @@ enum LogCommands {
     ) { arguments, context in
         let source = arguments.positionals[0]
         let batchSize = try arguments.count("batch") ?? .max
-        let data: Data
+        // Read a line at a time: with --batch, memory stays bounded by one batch.
+        var lines: LineReader
         if source == "-" {
-            data = context.console.stdin()
+            lines = context.console.stdinLines()
         } else {
-            guard let contents = FileManager.default.contents(atPath: source) else { throw CLIError.badInput("cannot read \(source)") }
-            data = contents
-        }
-        var lines: [(number: Int, event: ImportedEvent)] = []
-        for (index, line) in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
-            let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespaces)
-            if text.isEmpty { continue }
-            do {
-                lines.append((index + 1, try ImportedEvent(json: try StateValue(json: text))))
-            } catch let error as JSONSyntaxError {
-                throw CLIError.badInput("\(source) line \(index + 1), column \(error.column): \(error.reason)")
-            } catch {
-                throw CLIError.badInput("\(source) line \(index + 1): \(error)")
-            }
+            guard let reader = LineReader(path: source) else { throw CLIError.badInput("cannot read \(source)") }
+            lines = reader
         }
         let existed = FileManager.default.fileExists(atPath: context.databasePath + "/data.mdb")
         let store = try context.openStore(writable: true)
+        var pending: [(number: Int, event: ImportedEvent)] = []
         var imported: ClosedRange<UInt64>?
+        var count = 0
+        func commitPending() throws {
+            let range = try attempt { try store.transact { try append(pending[...], from: source, to: &$0) } }
+            imported = (imported?.lowerBound ?? range.lowerBound)...range.upperBound
+            count += pending.count
+            pending.removeAll(keepingCapacity: true)
+            context.console.progress("imported \(count) events")
+        }
         do {
-            var start = 0
-            while start < lines.count {
-                let chunk = lines[start..<min(lines.count, start + batchSize)]
-                let range = try attempt { try store.transact { try append(chunk, from: source, to: &$0) } }
-                imported = (imported?.lowerBound ?? range.lowerBound)...range.upperBound
-                start += chunk.count
-                context.console.progress("imported \(start) of \(lines.count) events")
+            var number = 0
+            while let line = try readLine(&lines, from: source) {
+                number += 1
+                let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespaces)
+                if text.isEmpty { continue }
+                do {
+                    pending.append((number, try ImportedEvent(json: try StateValue(json: text))))
+                } catch let error as JSONSyntaxError {
+                    throw CLIError.badInput("\(source) line \(number), column \(error.column): \(error.reason)")
+                } catch {
+                    throw CLIError.badInput("\(source) line \(number): \(error)")
+                }
+                if pending.count == batchSize { try commitPending() }
             }
+            if !pending.isEmpty { try commitPending() }
         } catch {
             // A database this command created and left empty is removed again.
             if !existed && imported == nil { try? FileManager.default.removeItem(atPath: context.databasePath) }
@@ -219,11 +226,16 @@ enum LogCommands {
         if context.json {
             let first: StateValue = imported.map { .int(Int64($0.lowerBound)) } ?? .null
             let last: StateValue = imported.map { .int(Int64($0.upperBound)) } ?? .null
-            context.printJSON(["first": first, "imported": .int(Int64(lines.count)), "last": last])
+            context.printJSON(["first": first, "imported": .int(Int64(count)), "last": last])
         } else {
-            context.console.line(imported.map { "imported \(lines.count) events (seq \($0.lowerBound)…\($0.upperBound))" } ?? "imported 0 events")
+            context.console.line(imported.map { "imported \(count) events (seq \($0.lowerBound)…\($0.upperBound))" } ?? "imported 0 events")
         }
         return .ok
+    }
+
+    /// The next line of an import's input; a failed read is bad input, naming the source.
+    private static func readLine(_ lines: inout LineReader, from source: String) throws(CLIError) -> ArraySlice<UInt8>? {
+        do { return try lines.next() } catch { throw CLIError.badInput("cannot read \(source): \(error.localizedDescription)") }
     }
 
     /// Appends one chunk of imported lines to a batch and returns their seqs.

@@ -96,7 +96,7 @@ enum MessengerCommands {
         let source = arguments.positionals[0]
         let text: String
         if source == "-" {
-            text = String(decoding: context.console.stdin(), as: UTF8.self)
+            text = String(decoding: try context.console.stdin(), as: UTF8.self)
         } else {
             guard let data = FileManager.default.contents(atPath: source) else { throw CLIError.badInput("cannot read \(source)") }
             text = String(decoding: data, as: UTF8.self)

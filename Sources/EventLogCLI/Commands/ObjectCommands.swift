@@ -46,7 +46,7 @@ enum ObjectCommands {
         switch action {
         case "save":
             let text = try needsArgument("the object as JSON (or - for stdin)")
-            let json = text == "-" ? String(decoding: context.console.stdin(), as: UTF8.self) : text
+            let json = text == "-" ? String(decoding: try context.console.stdin(), as: UTF8.self) : text
             let fields: StateObject
             do {
                 guard case .object(let object) = try StateValue(json: json) else { throw CLIError.badInput("the object must be a JSON object") }
