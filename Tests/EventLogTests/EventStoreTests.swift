@@ -54,14 +54,7 @@ import Testing
     @Test func snapshotAfterRandomEventsEqualsTheFoldFromTheStart() throws {
         let dir = TemporaryDirectory()
         let store = try EventStore(path: dir.path, options: .testing(keyframeRatio: 4))
-        var session = RandomSession(seed: 99)
-        var folded: [StateValue] = [.emptyObject]
-        try store.transact { batch in
-            for _ in 0..<2_000 {
-                try batch.append(session.next())
-                folded.append(session.state)
-            }
-        }
+        let folded = try store.appendRandomSession(seed: 99, count: 2_000)
         var rng = SplitMix64(seed: 5)
         for _ in 0..<300 {
             let n = UInt64.random(in: 0...2_000, using: &rng)
@@ -73,14 +66,7 @@ import Testing
     @Test func forEachStateGivesTheFoldedStateAfterEachEventInRange() throws {
         let dir = TemporaryDirectory()
         let store = try EventStore(path: dir.path, options: .testing(keyframeRatio: 4))
-        var session = RandomSession(seed: 7)
-        var folded: [StateValue] = [.emptyObject]
-        try store.transact { batch in
-            for _ in 0..<500 {
-                try batch.append(session.next())
-                folded.append(session.state)
-            }
-        }
+        let folded = try store.appendRandomSession(seed: 7, count: 500)
         for (from, to) in [(UInt64(1), UInt64.max), (0, 3), (137, 260), (500, 900), (501, 600)] {
             var seqs: [UInt64] = []
             try store.forEachState(from: from, to: to) { seq, state in

@@ -51,6 +51,20 @@ struct RandomSession {
 }
 
 extension EventStore {
+    /// Appends `count` random events in one batch and returns the state after each seq
+    /// (index 0: the empty state before the first).
+    func appendRandomSession(seed: UInt64, count: Int) throws -> [StateValue] {
+        var session = RandomSession(seed: seed)
+        var folded: [StateValue] = [.emptyObject]
+        try transact { batch in
+            for _ in 0..<count {
+                try batch.append(session.next())
+                folded.append(session.state)
+            }
+        }
+        return folded
+    }
+
     /// The seqs of the stored keyframes, in order.
     func keyframeSeqs() throws -> [UInt64] {
         try environment.read { txn in
