@@ -49,8 +49,10 @@ public struct Event: Sendable, Hashable {
     public var type: String
     /// Who asked for it: a tap, a URL, a test, a capture script or the system.
     public var origin: Origin
-    /// The plan or command it belongs to, if any.
-    public var cause: Cause?
+    /// The plan or command it belongs to, if any. (Spelled `Optional<Cause>` so that it has no
+    /// implicit `= nil`: with one, `init` assigns instead of initialising, and every event
+    /// built pays a copy and a destroy of the whole struct.)
+    public var cause: Optional<Cause>
     /// Applied, skipped (with the reason) or cancelled.
     public var outcome: Outcome
     /// The event's arguments, free-form.

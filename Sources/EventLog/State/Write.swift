@@ -4,10 +4,11 @@
 /// so applying the diff of `a` to `b` to `a` yields `b`.
 public struct Write: Sendable, Hashable {
     public var path: StatePath
-    /// The value before; `nil` when the path did not exist.
-    public var old: StateValue?
+    /// The value before; `nil` when the path did not exist. (`Optional<…>` spelled out, here
+    /// and below, so that there is no implicit `= nil` and `init` initialises without a copy.)
+    public var old: Optional<StateValue>
     /// The value after; `nil` when the write removed the path.
-    public var new: StateValue?
+    public var new: Optional<StateValue>
 
     public init(_ path: StatePath, old: StateValue?, new: StateValue?) {
         self.path = path
