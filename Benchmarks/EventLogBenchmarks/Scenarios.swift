@@ -335,6 +335,13 @@ enum Scenarios {
             }
         }
         guard try objects.verifyReadModel() == nil else { throw BenchmarkError(description: "read model differs from the log") }
+        // Replay the whole objects log through a projection (every event as recorded), as
+        // `eventlog replay` does: each write lands in a collection of up to `count` objects.
+        var replayed: ReplayReport?
+        let replaySeconds = try time { replayed = try store.replay(through: AsRecorded(), verify: true) }
+        guard let replayed, replayed.divergence == nil, replayed.state == (try store.currentState) else {
+            throw BenchmarkError(description: "the replayed objects log ends in another state")
+        }
         var lateNamed = late
         lateNamed.subject = "eventlog, longer log"
         return [
@@ -345,11 +352,19 @@ enum Scenarios {
                                Measurement(subject: "eventlog, deletes", operations: doomed.count, seconds: deleteSeconds),
                            ],
                            note: "creates of \(count) objects, then \(updates) updates of random ones, then deletes of every tenth; heap growth (RssAnon, not LMDB's mapped pages) covers creates and updates"),
+            ScenarioReport(name: "objects.replay", summary: "replay the objects log through a projection, as `eventlog replay` does",
+                           measurements: [Measurement(subject: "eventlog", operations: Int(replayed.events), seconds: replaySeconds)],
+                           note: "every event replays as recorded; each write lands in a collection of up to \(count) objects"),
             ScenarioReport(name: "objects.fetch", summary: "fetch by id among \(count) objects, before and after \(updates) more events",
                            measurements: [early, lateNamed],
                            note: "the second row's ratio is the short log's fetch rate over the long log's: near 1.00× means fetch does not depend on the log's length"),
         ]
     }
+}
+
+/// A projection that recomputes nothing: every event replays as recorded.
+struct AsRecorded: Projection {
+    func recompute(_ record: EventRecord, in state: StateValue) -> Recomputed? { nil }
 }
 
 /// A counter threads may bump.

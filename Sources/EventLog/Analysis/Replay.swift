@@ -60,13 +60,17 @@ extension EventStore {
         try forEachRecord(from: max(from, 1), to: to) { record in
             report.events += 1
             if record.seq & 0xFFFF == 0 { progress?(record.seq) }
-            let before = report.state
-            let recomputed = projection.recompute(record, in: before)
+            let recomputed = projection.recompute(record, in: report.state)
+            // Keep no second reference to the state while applying: it would make every write
+            // copy the objects on its path (a whole collection, for object saves).
+            var recorded: StateValue?
+            if verify, let recomputed, !recomputed.agrees(with: record.event) {
+                recorded = report.state
+                try? recorded!.apply(record.event.writes)
+            }
             let writes = recomputed?.writes ?? record.event.writes
             do throws(StateError) { try report.state.apply(writes) } catch { throw EventStoreError.invalidWrite(error) }
-            guard verify, let recomputed, !recomputed.agrees(with: record.event) else { return true }
-            var recorded = before
-            try? recorded.apply(record.event.writes)
+            guard let recorded, let recomputed else { return true }
             report.divergence = Divergence(record: record, actual: recomputed, diff: recorded.diff(to: report.state))
             return false
         }
