@@ -65,8 +65,9 @@ extension EventStore {
             // copy the objects on its path (a whole collection, for object saves).
             var recorded: StateValue?
             if verify, let recomputed, !recomputed.agrees(with: record.event) {
-                recorded = report.state
-                try? recorded!.apply(record.event.writes)
+                var state = report.state
+                try? state.apply(record.event.writes)
+                recorded = state
             }
             let writes = recomputed?.writes ?? record.event.writes
             do throws(StateError) { try report.state.apply(writes) } catch { throw EventStoreError.invalidWrite(error) }

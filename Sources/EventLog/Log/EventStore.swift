@@ -205,18 +205,13 @@ public final class EventStore: @unchecked Sendable {
     }
 
     /// Calls `body` with each record from `from` through `to` (inclusive, clamped to the log),
-    /// in order, inside one read transaction; `body` returns `false` to stop early.
+    /// in order, inside one read transaction; `body` returns `false` to stop early. A gap in
+    /// the sequence is a corrupt record, as is a bad checksum.
     public func forEachRecord(from: UInt64 = 1, to: UInt64 = .max, _ body: (EventRecord) throws -> Bool) throws {
         let names = NameCache()
         try environment.read { txn in
-            try txn.withCursor(events) { cursor in
-                var entry = try RecordCodec.withKey(from) { try cursor.seek(atOrAfter: $0) }
-                while let current = entry {
-                    let seq = try RecordCodec.seq(fromKey: current.key)
-                    if seq > to { break }
-                    guard try body(try Self.decode(current.value, seq: seq, names: names)) else { break }
-                    entry = try cursor.next()
-                }
+            try forEachStoredRecord(after: max(from, 1) - 1, through: to, in: txn) { seq, bytes in
+                try body(try Self.decode(bytes, seq: seq, names: names))
             }
         }
     }
