@@ -33,12 +33,7 @@ struct EngineSubject: AppendSubject {
 
     mutating func prepare(_ events: [Event], firstSeq: UInt64) { batch = events }
 
-    mutating func commit() throws {
-        let events = batch
-        try store.transact { appends in
-            for event in events { try appends.append(event) }
-        }
-    }
+    mutating func commit() throws { try store.append(contentsOf: batch) }
 
     var bytesOnDisk: Int { fileSize(path) }
 

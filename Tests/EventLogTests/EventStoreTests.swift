@@ -137,6 +137,14 @@ import Testing
             #expect(throws: EventStoreError.self) {
                 try batch.append(Event(stream: "s", type: "t", writes: [Write("c", old: nil, new: 2), Write("a.x[0]", old: nil, new: 3)]))
             }
+            // Writes that create objects on the way take them back too: a stale deep write, and
+            // a deep write undone because a later write of its event is stale.
+            #expect(throws: EventStoreError.staleWrite(path: "m.n.o", expected: 1, actual: nil)) {
+                try batch.append(Event(stream: "s", type: "t", writes: [Write("m.n.o", old: 1, new: 2)]))
+            }
+            #expect(throws: EventStoreError.self) {
+                try batch.append(Event(stream: "s", type: "t", writes: [Write("p.q", old: nil, new: 2), Write("a", old: 9, new: 3)]))
+            }
             #expect(batch.state == ["a": 1])
             try batch.append(Event(stream: "s", type: "t", writes: [Write("a", old: 1, new: 4)]))
         }

@@ -124,11 +124,12 @@ struct BinaryWriter: ~Copyable {
         base.storeBytes(of: UInt32(count - at - 4).littleEndian, toByteOffset: at, as: UInt32.self)
     }
 
-    /// Appends the CRC-32C of everything written so far, preceded (in the checksum only)
-    /// by `prefix`, and returns it.
+    /// Appends the CRC-32C of the bytes written from offset `start` on, preceded (in the
+    /// checksum only) by `prefix`, and returns it.
     @discardableResult
-    mutating func appendChecksum(prefix: UnsafeRawBufferPointer) -> UInt32 {
-        let crc = CRC32C.checksum(UnsafeRawBufferPointer(start: base, count: count), continuing: CRC32C.checksum(prefix))
+    mutating func appendChecksum(from start: Int, prefix: UnsafeRawBufferPointer) -> UInt32 {
+        let crc = CRC32C.checksum(UnsafeRawBufferPointer(start: base + start, count: count - start),
+                                  continuing: CRC32C.checksum(prefix))
         fixed32(crc)
         return crc
     }

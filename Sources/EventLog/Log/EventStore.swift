@@ -118,7 +118,7 @@ public final class EventStore: @unchecked Sendable {
     public func append(contentsOf events: some Sequence<Event>) throws -> ClosedRange<UInt64>? {
         try transact { batch in
             let first = batch.lastSeq + 1
-            for event in events { try batch.append(event) }
+            try batch.append(contentsOf: Array(events))
             return batch.lastSeq >= first ? first...batch.lastSeq : nil
         }
     }
@@ -389,36 +389,76 @@ public struct AppendBatch: ~Copyable {
     /// returns it as stored. `time` defaults to the store's clock.
     @discardableResult
     public mutating func append(_ event: consuming Event, time: Timestamp? = nil) throws -> EventRecord {
-        // Apply each write, checking the value it replaces; on a mismatch undo this event's
-        // writes, so that a caller who catches the error keeps a consistent batch.
-        for (index, write) in event.writes.enumerated() {
-            let actual: StateValue?
-            do throws(StateError) { actual = try tip.state.set(write.new, at: write.path) } catch {
-                undo(event.writes[..<index])
-                throw EventStoreError.invalidWrite(error)
-            }
-            guard actual == write.old else {
-                _ = try? tip.state.set(actual, at: write.path)
-                undo(event.writes[..<index])
-                throw EventStoreError.staleWrite(path: write.path, expected: write.old, actual: actual)
-            }
-        }
+        try apply(event.writes)
         let seq = tip.seq + 1
-        let txn = Transaction(handle: transaction)
         let time = time ?? store.clock.now()
+        writer.reset()
         let encoded = RecordCodec.encode(event, seq: seq, time: time, into: &writer)
-        try RecordCodec.withKey(seq) { key in
-            try writer.withUnsafeBytes { try txn.put(store.events, key: key, value: $0, append: true) }
-        }
-        tip.seq = seq
-        if tip.progress.record(writer.count, stateDelta: encoded.stateDelta, policy: store.keyframePolicy) {
-            RecordCodec.encodeKeyframe(tip.state, seq: seq, into: &writer)
-            try RecordCodec.withKey(seq) { key in
-                try writer.withUnsafeBytes { try txn.put(store.keyframes, key: key, value: $0, append: true) }
-            }
-            tip.progress.keyframeWritten(writer.count)
-        }
+        try writer.withUnsafeBytes { try put($0, seq: seq) }
+        try advance(recordBytes: writer.count, stateDelta: encoded.stateDelta)
         return EventRecord(seq: seq, time: time, event: event, checksum: encoded.checksum)
+    }
+
+    /// Appends `events` in order, checking each as `append(_:)` does, with times from the
+    /// store's clock. A batch of `EncodingPipeline.minimumEvents` or more is encoded on a second
+    /// thread while this one checks write sets and stores the records encoded so far. If an
+    /// event is refused, the events before it stay appended in this batch.
+    public mutating func append(contentsOf events: [Event]) throws {
+        guard EncodingPipeline.isWorthwhile(for: events.count) else {
+            for event in events { try append(event) }
+            return
+        }
+        try EncodingPipeline.encode(events, firstSeq: tip.seq + 1, clock: store.clock) { index, record, stateDelta in
+            try apply(events[index].writes)
+            try put(record, seq: tip.seq + 1)
+            try advance(recordBytes: record.count, stateDelta: stateDelta)
+        }
+    }
+
+    /// Applies `writes` to the state, checking the value each replaces; on a mismatch it
+    /// reverts them (objects created on the way included), so that a caller who catches the
+    /// error keeps the state as it was.
+    private mutating func apply(_ writes: [Write]) throws {
+        try withUnsafeTemporaryAllocation(of: Int?.self, capacity: writes.count) { createdAt in
+            for (index, write) in writes.enumerated() {
+                createdAt.initializeElement(at: index, to: nil)
+                let actual: StateValue?
+                do throws(StateError) {
+                    actual = try tip.state.set(write.new, at: write.path, createdAt: &createdAt[index])
+                } catch {
+                    revert(writes[..<index], createdAt: createdAt)
+                    throw EventStoreError.invalidWrite(error)
+                }
+                guard actual == write.old else {
+                    tip.state.revert(write.path, to: actual, createdAt: createdAt[index])
+                    revert(writes[..<index], createdAt: createdAt)
+                    throw EventStoreError.staleWrite(path: write.path, expected: write.old, actual: actual)
+                }
+            }
+        }
+    }
+
+    private mutating func revert(_ writes: ArraySlice<Write>, createdAt: UnsafeMutableBufferPointer<Int?>) {
+        for index in writes.indices.reversed() {
+            tip.state.revert(writes[index].path, to: writes[index].old, createdAt: createdAt[index])
+        }
+    }
+
+    private func put(_ record: UnsafeRawBufferPointer, seq: UInt64) throws {
+        try RecordCodec.withKey(seq) { key in
+            try Transaction(handle: transaction).put(store.events, key: key, value: record, append: true)
+        }
+    }
+
+    /// Moves the tip past the record just put, and stores a keyframe when the policy calls for one.
+    private mutating func advance(recordBytes: Int, stateDelta: Int) throws {
+        tip.seq += 1
+        guard tip.progress.record(recordBytes, stateDelta: stateDelta, policy: store.keyframePolicy) else { return }
+        RecordCodec.encodeKeyframe(tip.state, seq: tip.seq, into: &writer)
+        try RecordCodec.withKey(tip.seq) { key in
+            try writer.withUnsafeBytes { try Transaction(handle: transaction).put(store.keyframes, key: key, value: $0, append: true) }
+        }
+        tip.progress.keyframeWritten(writer.count)
     }
 
     /// Reads a read model kept beside the log, in this transaction (seeing this batch's puts).
@@ -440,9 +480,5 @@ public struct AppendBatch: ~Copyable {
     /// Lends a cursor over a read model kept beside the log, in this transaction.
     public func withCursor<R>(_ db: Database, _ body: (borrowing Cursor) throws -> R) throws -> R {
         try Transaction(handle: transaction).withCursor(db, body)
-    }
-
-    private mutating func undo(_ writes: ArraySlice<Write>) {
-        for write in writes.reversed() { _ = try? tip.state.set(write.old, at: write.path) }
     }
 }

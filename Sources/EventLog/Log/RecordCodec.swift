@@ -27,10 +27,10 @@ enum RecordCodec {
         var stateDelta: Int
     }
 
-    /// Encodes a record into `writer` (which it resets).
+    /// Appends the record's bytes to `writer`.
     @discardableResult
     static func encode(_ event: Event, seq: UInt64, time: Timestamp, into writer: inout BinaryWriter) -> Encoded {
-        writer.reset()
+        let start = writer.count
         writer.signed(time.microsecondsSince1970)
         writer.string(event.stream)
         writer.string(event.type)
@@ -61,7 +61,7 @@ enum RecordCodec {
             let newSize = writer.optionalValue(write.new)
             stateDelta += KeyframeProgress.sizeChange(write.path, oldSize: oldSize, newSize: newSize)
         }
-        let checksum = withKey(seq) { writer.appendChecksum(prefix: $0) }
+        let checksum = withKey(seq) { writer.appendChecksum(from: start, prefix: $0) }
         return Encoded(checksum: checksum, stateDelta: stateDelta)
     }
 
@@ -182,7 +182,7 @@ enum RecordCodec {
     static func encodeKeyframe(_ state: StateValue, seq: UInt64, into writer: inout BinaryWriter) {
         writer.reset()
         writer.value(state)
-        withKey(seq) { _ = writer.appendChecksum(prefix: $0) }
+        withKey(seq) { _ = writer.appendChecksum(from: 0, prefix: $0) }
     }
 
     static func decodeKeyframe(_ bytes: UnsafeRawBufferPointer, seq: UInt64) throws(DecodingError) -> StateValue {

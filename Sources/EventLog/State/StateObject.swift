@@ -62,15 +62,16 @@ public struct StateObject: Sendable, Hashable, Sequence, ExpressibleByDictionary
     }
 
     /// Mutates the value under `key` in place (no copy of the child), inserting `default` first
-    /// when the key is absent; an inserted value is removed again if `body` throws.
+    /// when the key is absent (`body` is told whether it did); an inserted value is removed
+    /// again if `body` throws.
     mutating func withValue<R, E: Error>(forKey key: String, default: StateValue?,
-                                         _ body: (inout StateValue) throws(E) -> R) throws(E) -> R? {
-        if let position = self.position(of: key) { return try body(&entries[position].value) }
+                                         _ body: (inout StateValue, _ inserted: Bool) throws(E) -> R) throws(E) -> R? {
+        if let position = self.position(of: key) { return try body(&entries[position].value, false) }
         guard let initial = `default` else { return nil }
         append(key, initial)
         let position = entries.count - 1
         do {
-            return try body(&entries[position].value)
+            return try body(&entries[position].value, true)
         } catch {
             remove(at: position)
             throw error

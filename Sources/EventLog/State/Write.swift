@@ -46,20 +46,39 @@ extension StateValue {
     /// not an object or array.
     @discardableResult
     public mutating func set(_ value: StateValue?, at path: StatePath) throws(StateError) -> StateValue? {
-        try set(value, at: path, from: 0)
+        var createdAt: Int?
+        return try set(value, at: path, from: 0, createdAt: &createdAt)
+    }
+
+    /// Puts `value` at `path` as `set(_:at:)` does, and says in `createdAt` at which depth of
+    /// the path it had to create the first missing object (`nil` when none), so that
+    /// `revert` can take the write back exactly.
+    mutating func set(_ value: StateValue?, at path: StatePath, createdAt: inout Int?) throws(StateError) -> StateValue? {
+        try set(value, at: path, from: 0, createdAt: &createdAt)
+    }
+
+    /// Takes back a write made by `set(_:at:createdAt:)` that returned `old`: the objects it
+    /// created on the way are removed with it.
+    mutating func revert(_ path: StatePath, to old: StateValue?, createdAt: Int?) {
+        if let createdAt {
+            _ = try? set(nil, at: StatePath(Array(path.components[...createdAt])))
+        } else {
+            _ = try? set(old, at: path)
+        }
     }
 
     /// Applies one write. Its old value is not checked; see `EventStore` for that guarantee.
     public mutating func apply(_ write: Write) throws(StateError) {
-        _ = try set(write.new, at: write.path, from: 0)
+        _ = try set(write.new, at: write.path)
     }
 
     /// Applies writes in order.
     public mutating func apply(_ writes: [Write]) throws(StateError) {
-        for write in writes { _ = try set(write.new, at: write.path, from: 0) }
+        for write in writes { _ = try set(write.new, at: write.path) }
     }
 
-    private mutating func set(_ value: StateValue?, at path: StatePath, from depth: Int) throws(StateError) -> StateValue? {
+    private mutating func set(_ value: StateValue?, at path: StatePath, from depth: Int,
+                              createdAt: inout Int?) throws(StateError) -> StateValue? {
         guard depth < path.components.count else {
             guard let value else { throw StateError(path: path, reason: "cannot remove the root") }
             defer { self = value }
@@ -77,8 +96,11 @@ extension StateValue {
             self = .null
             defer { self = .object(object) }
             if isLast { return object.replaceValue(value, forKey: key) }
-            let previous = try object.withValue(forKey: key, default: value == nil ? StateValue?.none : .emptyObject) { (child) throws(StateError) in
-                try child.set(value, at: path, from: depth + 1)
+            let previous = try object.withValue(forKey: key, default: value == nil ? StateValue?.none : .emptyObject) {
+                (child, inserted) throws(StateError) in
+                let previous = try child.set(value, at: path, from: depth + 1, createdAt: &createdAt)
+                if inserted { createdAt = depth }
+                return previous
             }
             return previous ?? nil
         case .index(let index):
@@ -90,7 +112,7 @@ extension StateValue {
             }
             self = .null
             defer { self = .array(array) }
-            guard isLast else { return try array[index].set(value, at: path, from: depth + 1) }
+            guard isLast else { return try array[index].set(value, at: path, from: depth + 1, createdAt: &createdAt) }
             let previous: StateValue? = index < array.count ? array[index] : nil
             if let value {
                 if index == array.count { array.append(value) } else { array[index] = value }

@@ -1,0 +1,107 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Encodes a large batch's records on a second thread while the appending thread checks write
+/// sets and stores the records already encoded.
+///
+/// Encoding a record needs only the event, its seq and a time, never the state, so it can run
+/// ahead of the checks that must follow the log's order. The worker fills a ring of
+/// `depth` chunks of `chunkEvents` records each and waits when the ring is full, so memory
+/// stays bounded whatever the batch's size. Records reach the appending thread in order.
+final class EncodingPipeline: @unchecked Sendable {
+    /// Records per chunk handed over at once (one semaphore round trip per chunk).
+    static let chunkEvents = 256
+    /// Chunks in flight; bounds the encoded bytes held at once.
+    static let depth = 4
+    /// The smallest batch worth a second thread; smaller ones encode on the calling thread.
+    static let minimumEvents = 1_024
+
+    /// Whether a batch of `count` events should be pipelined on this machine.
+    static func isWorthwhile(for count: Int) -> Bool {
+        count >= minimumEvents && ProcessInfo.processInfo.activeProcessorCount > 1
+    }
+
+    /// One chunk's records: their bytes back to back, where each ends, and their state deltas.
+    private final class Chunk {
+        var writer = BinaryWriter(capacity: 64 << 10)
+        var ends: [Int] = []
+        var stateDeltas: [Int] = []
+    }
+
+    private let events: [Event]
+    private let firstSeq: UInt64
+    private let clock: Clock
+    private let chunks = (0..<depth).map { _ in Chunk() }
+    // The semaphores order every access to a chunk: the worker fills chunk i after `emptied`
+    // says the reader is done with it and signals `filled`; the reader reads it after `filled`
+    // and signals `emptied`. Both start at 0 (libdispatch traps on releasing a semaphore whose
+    // count is below its initial value, which a cancelled run could leave behind).
+    private let filled = DispatchSemaphore(value: 0)
+    private let emptied = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let cancelled = Atomic<Bool>(false)
+
+    private init(events: [Event], firstSeq: UInt64, clock: Clock) {
+        self.events = events
+        self.firstSeq = firstSeq
+        self.clock = clock
+        for _ in 0..<Self.depth { emptied.signal() }
+    }
+
+    /// Calls `body` on the calling thread with each event's index, stored record (seq
+    /// `firstSeq + index`, time from `clock`) and state delta, in order, while a second thread
+    /// encodes the records ahead. When `body` throws, the worker is stopped before this returns.
+    static func encode(_ events: [Event], firstSeq: UInt64, clock: Clock,
+                       _ body: (Int, UnsafeRawBufferPointer, Int) throws -> Void) throws {
+        let pipeline = EncodingPipeline(events: events, firstSeq: firstSeq, clock: clock)
+        DispatchQueue.global(qos: .userInitiated).async { pipeline.produce() }
+        defer { pipeline.stop() }
+        try pipeline.consume(body)
+    }
+
+    private var chunkCount: Int { (events.count + Self.chunkEvents - 1) / Self.chunkEvents }
+
+    /// The worker: encodes chunk after chunk until all are done or the reader has stopped.
+    private func produce() {
+        defer { finished.signal() }
+        for number in 0..<chunkCount {
+            emptied.wait()
+            if cancelled.load(ordering: .relaxed) { return }
+            let chunk = chunks[number % Self.depth]
+            chunk.writer.reset()
+            chunk.ends.removeAll(keepingCapacity: true)
+            chunk.stateDeltas.removeAll(keepingCapacity: true)
+            let start = number * Self.chunkEvents
+            for index in start..<min(start + Self.chunkEvents, events.count) {
+                let encoded = RecordCodec.encode(events[index], seq: firstSeq + UInt64(index), time: clock.now(), into: &chunk.writer)
+                chunk.ends.append(chunk.writer.count)
+                chunk.stateDeltas.append(encoded.stateDelta)
+            }
+            filled.signal()
+        }
+    }
+
+    private func consume(_ body: (Int, UnsafeRawBufferPointer, Int) throws -> Void) throws {
+        for number in 0..<chunkCount {
+            filled.wait()
+            let chunk = chunks[number % Self.depth]
+            try chunk.writer.withUnsafeBytes { bytes in
+                var start = 0
+                for (offset, end) in chunk.ends.enumerated() {
+                    try body(number * Self.chunkEvents + offset, UnsafeRawBufferPointer(rebasing: bytes[start..<end]),
+                             chunk.stateDeltas[offset])
+                    start = end
+                }
+            }
+            emptied.signal()
+        }
+    }
+
+    /// Stops the worker (if it is still running) and waits for it to finish.
+    private func stop() {
+        cancelled.store(true, ordering: .relaxed)
+        emptied.signal()
+        finished.wait()
+    }
+}
