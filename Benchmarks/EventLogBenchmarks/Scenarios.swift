@@ -34,27 +34,29 @@ enum Scenarios {
         return try makers.filter { only == nil || only == $0.0 }.map { try $0.1() }
     }
 
-    /// Appends `events` in batches of `batch` to every subject, timing each commit.
+    /// Appends `events` in batches of `batch` to every subject, timing each commit. The
+    /// subjects take turns batch by batch, so that a slow moment of a shared machine falls on
+    /// all of them alike rather than on whichever was running.
     static func append(name: String, summary: String, events: Int, batch: Int, fast: Bool, only: String?) throws -> ScenarioReport {
         let scratch = Scratch()
-        var measurements: [Measurement] = []
-        for var subject in try subjects(in: scratch, fast: fast, only: only) {
-            var workload = Workload()
-            var latencies: [Double] = []
-            var seconds = 0.0
-            var seq: UInt64 = 1
-            while Int(seq) <= events {
-                let count = min(batch, events - Int(seq) + 1)
-                subject.prepare(workload.next(count), firstSeq: seq)
-                let elapsed = try time { try subject.commit() }
-                seconds += elapsed
-                latencies.append(elapsed * 1e6)
-                seq += UInt64(count)
+        var subjects = try subjects(in: scratch, fast: fast, only: only)
+        var latencies = [[Double]](repeating: [], count: subjects.count)
+        var workload = Workload()
+        var seq: UInt64 = 1
+        while Int(seq) <= events {
+            let count = min(batch, events - Int(seq) + 1)
+            let input = workload.next(count)
+            for index in subjects.indices {
+                subjects[index].prepare(input, firstSeq: seq)
+                latencies[index].append(try time { try subjects[index].commit() } * 1e6)
             }
-            measurements.append(Measurement(subject: subject.name, operations: events, seconds: seconds, latencies: latencies,
-                                            bytesPerEvent: Double(subject.bytesOnDisk) / Double(events)))
-            subject.close()
+            seq += UInt64(count)
         }
+        let measurements = zip(subjects, latencies).map { subject, latencies in
+            Measurement(subject: subject.name, operations: events, seconds: latencies.reduce(0, +) / 1e6, latencies: latencies,
+                        bytesPerEvent: Double(subject.bytesOnDisk) / Double(events))
+        }
+        for subject in subjects { subject.close() }
         return ScenarioReport(name: name, summary: summary, measurements: measurements,
                               note: "ops/s are events per second; latencies are per commit of \(batch) event\(batch == 1 ? "" : "s")")
     }

@@ -390,6 +390,25 @@ import Testing
         #expect(try environment.read { try $0.count(db) } == 0)
     }
 
+    @Test func aCursorAppendsInOrderAndRefusesAKeyThatDoesNotSortLast() throws {
+        let dir = TemporaryDirectory()
+        let environment = try Environment.open(path: dir.path)
+        let db = try environment.write { try #require(try $0.openDatabase(named: "d", create: true)) }
+        try environment.write { txn in
+            try txn.withCursor(db) { cursor in
+                for seq: UInt64 in 1...1_000 { try RecordCodec.withKey(seq) { try cursor.append(key: $0, value: $0) } }
+                #expect(throws: LMDBError.keyExists) {
+                    try RecordCodec.withKey(1_000) { try cursor.append(key: $0, value: $0) }
+                }
+            }
+        }
+        let (count, last) = try environment.read { txn in
+            (try txn.count(db), try txn.withCursor(db) { try $0.last().map { try RecordCodec.seq(fromKey: $0.key) } })
+        }
+        #expect(count == 1_000)
+        #expect(last == 1_000)
+    }
+
     @Test func cursorsWalkBothWaysAndSeek() throws {
         let dir = TemporaryDirectory()
         let environment = try Environment.open(path: dir.path)

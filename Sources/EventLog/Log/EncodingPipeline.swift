@@ -23,10 +23,11 @@ final class EncodingPipeline: @unchecked Sendable {
     }
 
     /// One chunk's records: their bytes back to back, where each ends, and their state deltas.
+    /// (The semaphores below make every access exclusive, so Swift's run-time checks are off.)
     private final class Chunk {
-        var writer = BinaryWriter(capacity: 64 << 10)
-        var ends: [Int] = []
-        var stateDeltas: [Int] = []
+        @exclusivity(unchecked) var writer = BinaryWriter(capacity: 64 << 10)
+        @exclusivity(unchecked) var ends: [Int] = []
+        @exclusivity(unchecked) var stateDeltas: [Int] = []
     }
 
     private let events: [Event]
@@ -73,10 +74,12 @@ final class EncodingPipeline: @unchecked Sendable {
             chunk.ends.removeAll(keepingCapacity: true)
             chunk.stateDeltas.removeAll(keepingCapacity: true)
             let start = number * Self.chunkEvents
-            for index in start..<min(start + Self.chunkEvents, events.count) {
-                let encoded = RecordCodec.encode(events[index], seq: firstSeq + UInt64(index), time: clock.now(), into: &chunk.writer)
-                chunk.ends.append(chunk.writer.count)
-                chunk.stateDeltas.append(encoded.stateDelta)
+            events.withUnsafeBufferPointer { events in
+                for index in start..<min(start + Self.chunkEvents, events.count) {
+                    let encoded = RecordCodec.encode(events[index], seq: firstSeq + UInt64(index), time: clock.now(), into: &chunk.writer)
+                    chunk.ends.append(chunk.writer.count)
+                    chunk.stateDeltas.append(encoded.stateDelta)
+                }
             }
             filled.signal()
         }

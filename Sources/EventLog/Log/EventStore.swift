@@ -142,10 +142,17 @@ public final class EventStore: @unchecked Sendable {
             var start = Tip.unknown
             swap(&start, &tip)
             if try lastSeq(in: txn) != start.seq { start = try currentTip(in: txn) }
-            var batch = AppendBatch(store: self, transaction: txn.handle, tip: consume start)
-            let result = try body(&batch)
-            newTip = batch.tip
-            return result
+            return try txn.withCursor(events) { events in
+                try txn.withCursor(keyframes) { keyframes in
+                    var batchTip = Tip.unknown
+                    swap(&batchTip, &start)
+                    var batch = AppendBatch(store: self, transaction: txn.handle, events: events.handle,
+                                            keyframes: keyframes.handle, tip: consume batchTip)
+                    let result = try body(&batch)
+                    newTip = batch.tip
+                    return result
+                }
+            }
         }
         // On failure the tip stays unknown and the next use rebuilds it from a keyframe.
         tip = newTip
@@ -371,6 +378,9 @@ struct Tip: Sendable {
 public struct AppendBatch: ~Copyable {
     private let store: EventStore
     private let transaction: OpaquePointer
+    /// Cursors that append to the log's databases, open for the batch's lifetime.
+    private let events: OpaquePointer
+    private let keyframes: OpaquePointer
     private var writer = BinaryWriter(capacity: 512)
     private(set) var tip: Tip
 
@@ -379,9 +389,11 @@ public struct AppendBatch: ~Copyable {
     /// The state after `lastSeq`, including this batch's writes.
     public var state: StateValue { tip.state }
 
-    init(store: EventStore, transaction: OpaquePointer, tip: Tip) {
+    init(store: EventStore, transaction: OpaquePointer, events: OpaquePointer, keyframes: OpaquePointer, tip: Tip) {
         self.store = store
         self.transaction = transaction
+        self.events = events
+        self.keyframes = keyframes
         self.tip = tip
     }
 
@@ -445,9 +457,7 @@ public struct AppendBatch: ~Copyable {
     }
 
     private func put(_ record: UnsafeRawBufferPointer, seq: UInt64) throws {
-        try RecordCodec.withKey(seq) { key in
-            try Transaction(handle: transaction).put(store.events, key: key, value: record, append: true)
-        }
+        try RecordCodec.withKey(seq) { try Cursor(handle: events).append(key: $0, value: record) }
     }
 
     /// Moves the tip past the record just put, and stores a keyframe when the policy calls for one.
@@ -456,7 +466,7 @@ public struct AppendBatch: ~Copyable {
         guard tip.progress.record(recordBytes, stateDelta: stateDelta, policy: store.keyframePolicy) else { return }
         RecordCodec.encodeKeyframe(tip.state, seq: tip.seq, into: &writer)
         try RecordCodec.withKey(tip.seq) { key in
-            try writer.withUnsafeBytes { try Transaction(handle: transaction).put(store.keyframes, key: key, value: $0, append: true) }
+            try writer.withUnsafeBytes { try Cursor(handle: keyframes).append(key: key, value: $0) }
         }
         tip.progress.keyframeWritten(writer.count)
     }

@@ -96,6 +96,15 @@ public struct Cursor: ~Copyable {
         return try move(MDB_SET_RANGE, key: &k)
     }
 
+    /// Stores `value` under `key`, which must sort after every key of the database
+    /// (`MDB_APPEND`; write transactions only). In a loop this is cheaper than
+    /// `Transaction.put`, which sets up a new cursor for every key.
+    public func append(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+        try check(mdb_cursor_put(handle, &k, &v, UInt32(MDB_APPEND)))
+    }
+
     private func move(_ op: MDB_cursor_op) throws -> Entry? {
         var k = MDB_val()
         return try move(op, key: &k)
