@@ -40,8 +40,9 @@ struct EngineSubject: AppendSubject {
     func close() {}
 }
 
-/// Raw LMDB through the C API: the same record bytes, `mdb_put` with `MDB_APPEND`. The
-/// physical limit of the engine's storage.
+/// Raw LMDB through the C API: the same record bytes, appended with `MDB_APPEND` through one
+/// cursor per transaction (`mdb_cursor_put`, cheaper than `mdb_put`, which sets up a cursor
+/// for every call). The physical limit of the engine's storage.
 struct RawLMDBSubject: AppendSubject {
     let name = "raw-lmdb"
     let path: String
@@ -71,17 +72,20 @@ struct RawLMDBSubject: AppendSubject {
 
     mutating func commit() throws {
         var txn: OpaquePointer?
+        var cursor: OpaquePointer?
         try lmdb(mdb_txn_begin(env, nil, 0, &txn))
+        try lmdb(mdb_cursor_open(txn, dbi, &cursor))
         for (seq, bytes) in batch {
             var key = seq.bigEndian
             try withUnsafeMutableBytes(of: &key) { keyBytes in
                 try bytes.withUnsafeBytes { value in
                     var k = MDB_val(mv_size: 8, mv_data: keyBytes.baseAddress)
                     var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
-                    try lmdb(mdb_put(txn, dbi, &k, &v, UInt32(MDB_APPEND)))
+                    try lmdb(mdb_cursor_put(cursor, &k, &v, UInt32(MDB_APPEND)))
                 }
             }
         }
+        mdb_cursor_close(cursor)
         try lmdb(mdb_txn_commit(txn))
     }
 

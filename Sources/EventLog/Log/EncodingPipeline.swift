@@ -56,7 +56,9 @@ final class EncodingPipeline: @unchecked Sendable {
     static func encode(_ events: [Event], firstSeq: UInt64, clock: Clock,
                        _ body: (Int, UnsafeRawBufferPointer, Int) throws -> Void) throws {
         let pipeline = EncodingPipeline(events: events, firstSeq: firstSeq, clock: clock)
-        DispatchQueue.global(qos: .userInitiated).async { pipeline.produce() }
+        // A thread of its own rather than a pool's: the caller blocks on the worker, which must
+        // never wait for a pool thread that the caller (or its own callers) might be holding.
+        Thread { pipeline.produce() }.start()
         defer { pipeline.stop() }
         try pipeline.consume(body)
     }
