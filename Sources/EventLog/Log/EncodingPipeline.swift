@@ -19,8 +19,11 @@ final class EncodingPipeline: @unchecked Sendable {
 
     /// Whether a batch of `count` events should be pipelined on this machine.
     static func isWorthwhile(for count: Int) -> Bool {
-        count >= minimumEvents && ProcessInfo.processInfo.activeProcessorCount > 1
+        count >= minimumEvents && hasSecondCore
     }
+
+    /// Read once: Foundation reads the process's CPU set and quota from files for every call.
+    private static let hasSecondCore = ProcessInfo.processInfo.activeProcessorCount > 1
 
     /// One chunk's records: their bytes back to back, where each ends, and their state deltas.
     /// (The semaphores below make every access exclusive, so Swift's run-time checks are off.)

@@ -432,25 +432,27 @@ public struct AppendBatch: ~Copyable {
     /// error keeps the state as it was.
     private mutating func apply(_ writes: [Write]) throws {
         try withUnsafeTemporaryAllocation(of: Int?.self, capacity: writes.count) { createdAt in
-            for (index, write) in writes.enumerated() {
-                createdAt.initializeElement(at: index, to: nil)
-                let actual: StateValue?
-                do throws(StateError) {
-                    actual = try tip.state.set(write.new, at: write.path, createdAt: &createdAt[index])
-                } catch {
-                    revert(writes[..<index], createdAt: createdAt)
-                    throw EventStoreError.invalidWrite(error)
-                }
-                guard actual == write.old else {
-                    tip.state.revert(write.path, to: actual, createdAt: createdAt[index])
-                    revert(writes[..<index], createdAt: createdAt)
-                    throw EventStoreError.staleWrite(path: write.path, expected: write.old, actual: actual)
+            try writes.withUnsafeBufferPointer { writes in
+                for index in writes.indices {
+                    createdAt.initializeElement(at: index, to: nil)
+                    let actual: StateValue?
+                    do throws(StateError) {
+                        actual = try tip.state.set(writes[index].new, at: writes[index].path, createdAt: &createdAt[index])
+                    } catch {
+                        revert(writes[..<index], createdAt: createdAt)
+                        throw EventStoreError.invalidWrite(error)
+                    }
+                    guard actual == writes[index].old else {
+                        tip.state.revert(writes[index].path, to: actual, createdAt: createdAt[index])
+                        revert(writes[..<index], createdAt: createdAt)
+                        throw EventStoreError.staleWrite(path: writes[index].path, expected: writes[index].old, actual: actual)
+                    }
                 }
             }
         }
     }
 
-    private mutating func revert(_ writes: ArraySlice<Write>, createdAt: UnsafeMutableBufferPointer<Int?>) {
+    private mutating func revert(_ writes: Slice<UnsafeBufferPointer<Write>>, createdAt: UnsafeMutableBufferPointer<Int?>) {
         for index in writes.indices.reversed() {
             tip.state.revert(writes[index].path, to: writes[index].old, createdAt: createdAt[index])
         }
