@@ -145,6 +145,17 @@ import Testing
         #expect(try StateValue(json: #""\u00e9\ud83d\ude00\/""#) == "é😀/")
     }
 
+    @Test func refusesARepeatedKeyIncludingAnotherSpellingOfTheSameText() {
+        #expect(throws: JSONSyntaxError.self) { try StateValue(json: #"{"a":1,"b":2,"a":3}"#) }
+        do {
+            _ = try StateValue(json: "{\"\u{e9}\":1,\n \"e\u{301}\":2}")
+            Issue.record("two spellings of é parsed as two keys")
+        } catch {
+            #expect(error.line == 2 && error.column == 2)
+            #expect(error.description.contains("duplicate key"))
+        }
+    }
+
     @Test(arguments: [("{\"a\":}", 1, 6), ("[1,2", 1, 5), ("{\"a\" 1}", 1, 6), ("\n  tru", 2, 3), ("1 2", 1, 3), ("\"\\x\"", 1, 2), ("01", 1, 2)])
     func reportsLineAndColumn(_ text: String, _ line: Int, _ column: Int) {
         do {

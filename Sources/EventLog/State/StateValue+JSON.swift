@@ -123,11 +123,17 @@ private struct JSONParser {
         while true {
             skipSpace()
             guard peek(UInt8(ascii: "\"")) else { throw fail("expected a string key") }
+            let keyStart = at
             let key = try string()
             skipSpace()
             guard peek(UInt8(ascii: ":")) else { throw fail("expected ':'") }
             at += 1
-            object[key] = try value()
+            // A repeated key is refused rather than letting the last one win silently. Keys
+            // are Swift strings, so two spellings of the same Unicode text are one key.
+            guard object.replaceValue(try value(), forKey: key) == nil else {
+                at = keyStart
+                throw fail("duplicate key \"\(key)\"")
+            }
             skipSpace()
             if peek(UInt8(ascii: ",")) { at += 1; continue }
             if peek(UInt8(ascii: "}")) { at += 1; return .object(object) }
