@@ -49,6 +49,9 @@ struct ScenarioReport {
     var note: String?
     /// Whether throughput means anything here (not for a scenario that only measures sizes).
     var comparesThroughput = true
+    /// The process's peak resident memory while the step that produced this report ran
+    /// (`measuringPeakMemory`); `nil` where the kernel cannot reset the peak.
+    var peakResidentBytes: Int?
 
     /// The engine's throughput over a peer's, in the same run.
     func ratio(against peer: Measurement) -> Double? {
@@ -70,6 +73,19 @@ func residentMemory() -> (current: Int, peak: Int, anonymous: Int) {
     return (field("VmRSS"), field("VmHWM"), field("RssAnon"))
 }
 
+/// Runs one step of the benchmark and records in its reports the process's peak resident
+/// memory meanwhile: the kernel's high-water mark (`VmHWM`) is reset to the current size first
+/// (`/proc/self/clear_refs`), so the figure covers this step, including memory that was already
+/// resident when it began (LMDB's mapped pages among it).
+func measuringPeakMemory(_ step: () throws -> [ScenarioReport]) rethrows -> [ScenarioReport] {
+    let reset = FileManager.default.isWritableFile(atPath: "/proc/self/clear_refs")
+        && (try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)) != nil
+    var reports = try step()
+    let peak = reset ? residentMemory().peak : nil
+    for index in reports.indices { reports[index].peakResidentBytes = peak }
+    return reports
+}
+
 /// A directory removed when the value dies.
 final class Scratch {
     let path = NSTemporaryDirectory() + "eventlog-bench-\(UUID().uuidString)"
@@ -89,7 +105,7 @@ func fileSize(_ path: String) -> Int {
 /// Renders reports as a table for people.
 enum Table {
     static func render(_ reports: [ScenarioReport]) -> String {
-        let header = ["scenario", "subject", "ops/s", "p50 µs", "p99 µs", "p99.9 µs", "bytes/event", "vs peer", "other"]
+        let header = ["scenario", "subject", "ops/s", "p50 µs", "p99 µs", "p99.9 µs", "bytes/event", "peak MiB", "vs peer", "other"]
         var rows: [[String]] = []
         for report in reports {
             for (index, m) in report.measurements.enumerated() {
@@ -101,6 +117,7 @@ enum Table {
                     m.percentile(99).map { format($0) } ?? "",
                     m.percentile(99.9).map { format($0) } ?? "",
                     m.bytesPerEvent.map { String(format: "%.0f", $0) } ?? "",
+                    index == 0 ? report.peakResidentBytes.map { String($0 >> 20) } ?? "" : "",
                     report.ratio(against: m).map { String(format: "%.2f×", $0) } ?? "",
                     m.extra.map { "\($0.0) \(format($0.1))" }.joined(separator: ", "),
                 ])

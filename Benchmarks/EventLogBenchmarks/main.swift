@@ -49,26 +49,32 @@ var reports: [ScenarioReport] = []
 do {
     if wanted("append.durable.single") {
         progress("append.durable.single")
-        reports.append(try Scenarios.append(name: "append.durable.single", summary: "one event per durable commit",
-                                            events: sizes.singleCommits, batch: 1, fast: false, only: subject))
+        reports += try measuringPeakMemory {
+            [try Scenarios.append(name: "append.durable.single", summary: "one event per durable commit",
+                                  events: sizes.singleCommits, batch: 1, fast: false, only: subject)]
+        }
     }
     for batch in [100, 10_000] where wanted("append.batch.\(batch).durable") {
         progress("append.batch.\(batch).durable")
-        reports.append(try Scenarios.append(name: "append.batch.\(batch).durable", summary: "\(batch) events per durable commit",
-                                            events: sizes.batchEvents[batch]!, batch: batch, fast: false, only: subject))
+        reports += try measuringPeakMemory {
+            [try Scenarios.append(name: "append.batch.\(batch).durable", summary: "\(batch) events per durable commit",
+                                  events: sizes.batchEvents[batch]!, batch: batch, fast: false, only: subject)]
+        }
     }
     for batch in [1, 100, 10_000] where wanted("append.batch.\(batch).fast") {
         progress("append.batch.\(batch).fast")
-        reports.append(try Scenarios.append(name: "append.batch.\(batch).fast", summary: "\(batch) events per commit, faster mode",
-                                            events: sizes.batchEvents[batch]!, batch: batch, fast: true, only: subject))
+        reports += try measuringPeakMemory {
+            [try Scenarios.append(name: "append.batch.\(batch).fast", summary: "\(batch) events per commit, faster mode",
+                                  events: sizes.batchEvents[batch]!, batch: batch, fast: true, only: subject)]
+        }
     }
     if wanted("append.concurrent") {
         progress("append.concurrent")
-        reports.append(try Scenarios.concurrent(producers: 16, perProducer: sizes.perProducer))
+        reports += try measuringPeakMemory { [try Scenarios.concurrent(producers: 16, perProducer: sizes.perProducer)] }
     }
     if wanted("objects") {
         progress("objects")
-        reports += try Scenarios.objects(count: sizes.objects, updates: sizes.objectUpdates, fetches: sizes.fetches)
+        reports += try measuringPeakMemory { try Scenarios.objects(count: sizes.objects, updates: sizes.objectUpdates, fetches: sizes.fetches) }
     }
     let readScenarios = ["replay", "snapshot.random", "bisect.where", "verify", "storage"].filter(wanted)
     if !readScenarios.isEmpty {
@@ -78,12 +84,14 @@ do {
         defer { log.close() }
         for name in readScenarios {
             progress(name)
-            switch name {
-            case "replay": reports += try Scenarios.replay(log)
-            case "snapshot.random": reports.append(try Scenarios.snapshots(log, probes: sizes.snapshotProbes))
-            case "bisect.where": reports.append(try Scenarios.bisect(log, runs: sizes.bisects))
-            case "verify": reports.append(try Scenarios.verify(log))
-            default: reports.append(try Scenarios.storage(log))
+            reports += try measuringPeakMemory {
+                switch name {
+                case "replay": try Scenarios.replay(log)
+                case "snapshot.random": [try Scenarios.snapshots(log, probes: sizes.snapshotProbes)]
+                case "bisect.where": [try Scenarios.bisect(log, runs: sizes.bisects)]
+                case "verify": [try Scenarios.verify(log)]
+                default: [try Scenarios.storage(log)]
+                }
             }
         }
     }
@@ -105,6 +113,7 @@ if let jsonPath {
         object["name"] = .string(report.name)
         object["summary"] = .string(report.summary)
         object["note"] = StateValue(report.note)
+        object["peakRSSBytes"] = report.peakResidentBytes.map { .int(Int64($0)) } ?? .null
         object["results"] = .array(report.measurements.map { m in
             var result = StateObject()
             result["subject"] = .string(m.subject)
