@@ -50,7 +50,7 @@ struct ScenarioReport {
     /// Whether throughput means anything here (not for a scenario that only measures sizes).
     var comparesThroughput = true
     /// The process's peak resident memory while the step that produced this report ran
-    /// (`measuringPeakMemory`); `nil` where the kernel cannot reset the peak.
+    /// (`PeakMemory.measuring`); `nil` where the kernel cannot reset the peak.
     var peakResidentBytes: Int?
 
     /// The engine's throughput over a peer's, in the same run.
@@ -73,17 +73,24 @@ func residentMemory() -> (current: Int, peak: Int, anonymous: Int) {
     return (field("VmRSS"), field("VmHWM"), field("RssAnon"))
 }
 
-/// Runs one step of the benchmark and records in its reports the process's peak resident
-/// memory meanwhile: the kernel's high-water mark (`VmHWM`) is reset to the current size first
-/// (`/proc/self/clear_refs`), so the figure covers this step, including memory that was already
-/// resident when it began (LMDB's mapped pages among it).
-func measuringPeakMemory(_ step: () throws -> [ScenarioReport]) rethrows -> [ScenarioReport] {
-    let reset = FileManager.default.isWritableFile(atPath: "/proc/self/clear_refs")
-        && (try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)) != nil
-    var reports = try step()
-    let peak = reset ? residentMemory().peak : nil
-    for index in reports.indices { reports[index].peakResidentBytes = peak }
-    return reports
+/// The process's peak resident memory, per step of the benchmark and over the whole run.
+struct PeakMemory {
+    /// The highest peak seen so far, whatever step it fell in.
+    private(set) var wholeRun = 0
+
+    /// Runs one step and records in its reports the peak resident memory meanwhile: the
+    /// kernel's high-water mark (`VmHWM`) is reset to the current size first
+    /// (`/proc/self/clear_refs`), so the figure covers this step, including memory that was
+    /// already resident when it began (LMDB's mapped pages among it).
+    mutating func measuring(_ step: () throws -> [ScenarioReport]) rethrows -> [ScenarioReport] {
+        wholeRun = max(wholeRun, residentMemory().peak)
+        let reset = (try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)) != nil
+        var reports = try step()
+        let peak = residentMemory().peak
+        wholeRun = max(wholeRun, peak)
+        for index in reports.indices { reports[index].peakResidentBytes = reset ? peak : nil }
+        return reports
+    }
 }
 
 /// A directory removed when the value dies.

@@ -46,35 +46,36 @@ func wanted(_ name: String) -> Bool { filter.map { name.contains($0) } ?? true }
 func progress(_ text: String) { FileHandle.standardError.write(Data("· \(text)\n".utf8)) }
 
 var reports: [ScenarioReport] = []
+var peakMemory = PeakMemory()
 do {
     if wanted("append.durable.single") {
         progress("append.durable.single")
-        reports += try measuringPeakMemory {
+        reports += try peakMemory.measuring {
             [try Scenarios.append(name: "append.durable.single", summary: "one event per durable commit",
                                   events: sizes.singleCommits, batch: 1, fast: false, only: subject)]
         }
     }
     for batch in [100, 10_000] where wanted("append.batch.\(batch).durable") {
         progress("append.batch.\(batch).durable")
-        reports += try measuringPeakMemory {
+        reports += try peakMemory.measuring {
             [try Scenarios.append(name: "append.batch.\(batch).durable", summary: "\(batch) events per durable commit",
                                   events: sizes.batchEvents[batch]!, batch: batch, fast: false, only: subject)]
         }
     }
     for batch in [1, 100, 10_000] where wanted("append.batch.\(batch).fast") {
         progress("append.batch.\(batch).fast")
-        reports += try measuringPeakMemory {
+        reports += try peakMemory.measuring {
             [try Scenarios.append(name: "append.batch.\(batch).fast", summary: "\(batch) events per commit, faster mode",
                                   events: sizes.batchEvents[batch]!, batch: batch, fast: true, only: subject)]
         }
     }
     if wanted("append.concurrent") {
         progress("append.concurrent")
-        reports += try measuringPeakMemory { [try Scenarios.concurrent(producers: 16, perProducer: sizes.perProducer)] }
+        reports += try peakMemory.measuring { [try Scenarios.concurrent(producers: 16, perProducer: sizes.perProducer)] }
     }
     if wanted("objects") {
         progress("objects")
-        reports += try measuringPeakMemory { try Scenarios.objects(count: sizes.objects, updates: sizes.objectUpdates, fetches: sizes.fetches) }
+        reports += try peakMemory.measuring { try Scenarios.objects(count: sizes.objects, updates: sizes.objectUpdates, fetches: sizes.fetches) }
     }
     let readScenarios = ["replay", "snapshot.random", "bisect.where", "verify", "storage"].filter(wanted)
     if !readScenarios.isEmpty {
@@ -84,7 +85,7 @@ do {
         defer { log.close() }
         for name in readScenarios {
             progress(name)
-            reports += try measuringPeakMemory {
+            reports += try peakMemory.measuring {
                 switch name {
                 case "replay": try Scenarios.replay(log)
                 case "snapshot.random": [try Scenarios.snapshots(log, probes: sizes.snapshotProbes)]
@@ -100,10 +101,10 @@ do {
     exit(1)
 }
 
-let memory = residentMemory()
+let runPeak = max(peakMemory.wholeRun, residentMemory().peak)
 let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
     .split(separator: "\n").first { $0.hasPrefix("model name") }?.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "unknown"
-print("machine: \(cpu), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB; mode: \(quick ? "quick" : "full"); peak RSS \(memory.peak >> 20) MiB\n")
+print("machine: \(cpu), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB; mode: \(quick ? "quick" : "full"); peak RSS \(runPeak >> 20) MiB\n")
 print(Table.render(reports), terminator: "")
 
 if let jsonPath {
@@ -134,7 +135,7 @@ if let jsonPath {
     document["machine"] = ["cpu": .string(cpu), "cores": .int(Int64(ProcessInfo.processInfo.activeProcessorCount)),
                            "memoryBytes": .int(Int64(ProcessInfo.processInfo.physicalMemory))]
     document["mode"] = .string(quick ? "quick" : "full")
-    document["peakRSSBytes"] = .int(Int64(memory.peak))
+    document["peakRSSBytes"] = .int(Int64(runPeak))
     document["scenarios"] = .array(scenarios)
     do {
         try StateValue.object(document).json(pretty: true).write(toFile: jsonPath, atomically: true, encoding: .utf8)
