@@ -123,6 +123,33 @@ import Testing
         }
     }
 
+    @Test func varintsRoundTripAtEveryLengthWhereverTheyStand() throws {
+        var values: [UInt64] = [0, 1, .max, .max - 1]
+        for bits in stride(from: 7, through: 63, by: 7) { values += [1 << bits - 1, 1 << bits, 1 << bits + 1] }
+        let signed: [Int64] = [0, -1, 1, .min, .max, -1_764_468_000_000_000, 1_764_468_000_000_000]
+        // Followed by nothing (read byte by byte) and by padding (read as one word).
+        for padding in [0, 16] {
+            var writer = BinaryWriter()
+            for value in values { writer.varint(value) }
+            for value in signed { writer.signed(value) }
+            for _ in 0..<padding { writer.byte(0) }
+            try writer.bytes.withUnsafeBytes { (bytes) throws in
+                var reader = BinaryReader(bytes)
+                for value in values { #expect(try reader.varint() == value) }
+                for value in signed { #expect(try reader.signed() == value) }
+                #expect(reader.remaining == padding)
+            }
+        }
+        // Too long, and cut short: errors, never wrong values.
+        for bad: [UInt8] in [Array(repeating: 0xFF, count: 10) + [0x01], Array(repeating: 0x80, count: 9) + [0x02],
+                             [0x80, 0x80], Array(repeating: 0xFF, count: 12)] {
+            bad.withUnsafeBytes { bytes in
+                var reader = BinaryReader(bytes)
+                #expect(throws: DecodingError.self) { try reader.varint() }
+            }
+        }
+    }
+
     @Test func truncatedRecordsAreErrorsNotCrashes() throws {
         var writer = BinaryWriter()
         RecordCodec.encode(Self.events[0], seq: 5, time: Timestamp(microsecondsSince1970: 77), into: &writer)

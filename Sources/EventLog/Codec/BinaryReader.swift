@@ -40,6 +40,19 @@ struct BinaryReader {
     }
 
     private mutating func longVarint() throws(DecodingError) -> UInt64 {
+        // A varint of up to 8 bytes (56 bits: every record's time) read as one word when 8
+        // bytes are left: the first byte with its high bit clear ends it.
+        if remaining >= 8 {
+            let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+            let ends = ~word & 0x8080_8080_8080_8080
+            if ends != 0 {
+                let length = ends.trailingZeroBitCount / 8 + 1
+                var result: UInt64 = 0
+                for index in 0..<length { result |= (word >> (8 * index) & 0x7F) << (7 * index) }
+                offset += length
+                return result
+            }
+        }
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
