@@ -8,7 +8,7 @@ import Testing
     /// The records and keyframes `events` become when appended one at a time.
     private func serialRecords(of events: [Event]) throws -> (records: [EventRecord], keyframes: [UInt64]) {
         let dir = TemporaryDirectory()
-        let store = try EventStore(path: dir.path, options: .testing(mapSize: 8 << 20))
+        let store = try EventStore(path: dir.path, options: .testing(mapSize: 64 << 20))
         try store.transact { batch in for event in events { try batch.append(event) } }
         return (try store.allRecords(), try store.keyframeSeqs())
     }
@@ -28,6 +28,19 @@ import Testing
         #expect(try store.append(contentsOf: events[10...]) == 11...UInt64(events.count))
         let serial = try serialRecords(of: events)
         #expect(try store.allRecords() == serial.records)
+        #expect(try store.keyframeSeqs() == serial.keyframes)
+        #expect(try store.verify().isOK)
+    }
+
+    @Test func aBatchThatOutgrowsTheMapRunsAgainAndIsStoredWhole() throws {
+        let events = randomEvents(seed: 11, count: 20_000)
+        let dir = TemporaryDirectory()
+        let store = try EventStore(path: dir.path, options: .testing(mapSize: 1 << 20))
+        #expect(try store.append(contentsOf: events) == 1...20_000)
+        #expect(store.environment.mapSize > 1 << 20)
+        let serial = try serialRecords(of: events)
+        // The same events and keyframes; not the same times, since each run reads the clock.
+        #expect(try store.allRecords().map(\.event) == serial.records.map(\.event))
         #expect(try store.keyframeSeqs() == serial.keyframes)
         #expect(try store.verify().isOK)
     }
