@@ -142,12 +142,13 @@ public final class EventStore: @unchecked Sendable {
             var start = Tip.unknown
             swap(&start, &tip)
             if try lastSeq(in: txn) != start.seq { start = try currentTip(in: txn) }
-            return try txn.withCursor(events) { events in
-                try txn.withCursor(keyframes) { keyframes in
+            return try txn.withCursor(events) { eventsCursor in
+                try txn.withCursor(keyframes) { keyframesCursor in
+                    // Moved through a local: a variable captured by a closure cannot be consumed.
                     var batchTip = Tip.unknown
                     swap(&batchTip, &start)
-                    var batch = AppendBatch(store: self, transaction: txn.handle, events: events.handle,
-                                            keyframes: keyframes.handle, tip: consume batchTip)
+                    var batch = AppendBatch(store: self, transaction: txn.handle, events: eventsCursor.handle,
+                                            keyframes: keyframesCursor.handle, tip: consume batchTip)
                     let result = try body(&batch)
                     newTip = batch.tip
                     return result
