@@ -47,35 +47,31 @@ func progress(_ text: String) { FileHandle.standardError.write(Data("· \(text)\
 
 var reports: [ScenarioReport] = []
 var peakMemory = PeakMemory()
+/// Runs one step of the benchmark: its progress line, its reports and its peak memory.
+@MainActor func step(_ name: String, _ run: () throws -> [ScenarioReport]) throws {
+    progress(name)
+    reports += try peakMemory.measuring(run)
+}
 do {
     if wanted("append.durable.single") {
-        progress("append.durable.single")
-        reports += try peakMemory.measuring {
+        try step("append.durable.single") {
             [try Scenarios.append(name: "append.durable.single", summary: "one event per durable commit",
                                   events: sizes.singleCommits, batch: 1, fast: false, only: subject)]
         }
     }
-    for batch in [100, 10_000] where wanted("append.batch.\(batch).durable") {
-        progress("append.batch.\(batch).durable")
-        reports += try peakMemory.measuring {
-            [try Scenarios.append(name: "append.batch.\(batch).durable", summary: "\(batch) events per durable commit",
-                                  events: sizes.batchEvents[batch]!, batch: batch, fast: false, only: subject)]
-        }
-    }
-    for batch in [1, 100, 10_000] where wanted("append.batch.\(batch).fast") {
-        progress("append.batch.\(batch).fast")
-        reports += try peakMemory.measuring {
-            [try Scenarios.append(name: "append.batch.\(batch).fast", summary: "\(batch) events per commit, faster mode",
-                                  events: sizes.batchEvents[batch]!, batch: batch, fast: true, only: subject)]
+    for (batch, fast) in [(100, false), (10_000, false), (1, true), (100, true), (10_000, true)] {
+        let name = "append.batch.\(batch).\(fast ? "fast" : "durable")"
+        guard wanted(name) else { continue }
+        try step(name) {
+            [try Scenarios.append(name: name, summary: "\(batch) events per \(fast ? "commit, faster mode" : "durable commit")",
+                                  events: sizes.batchEvents[batch]!, batch: batch, fast: fast, only: subject)]
         }
     }
     if wanted("append.concurrent") {
-        progress("append.concurrent")
-        reports += try peakMemory.measuring { [try Scenarios.concurrent(producers: 16, perProducer: sizes.perProducer)] }
+        try step("append.concurrent") { [try Scenarios.concurrent(producers: 16, perProducer: sizes.perProducer)] }
     }
     if wanted("objects") {
-        progress("objects")
-        reports += try peakMemory.measuring { try Scenarios.objects(count: sizes.objects, updates: sizes.objectUpdates, fetches: sizes.fetches) }
+        try step("objects") { try Scenarios.objects(count: sizes.objects, updates: sizes.objectUpdates, fetches: sizes.fetches) }
     }
     let readScenarios = ["replay", "snapshot.random", "bisect.where", "verify", "storage"].filter(wanted)
     if !readScenarios.isEmpty {
@@ -84,8 +80,7 @@ do {
         let log = try Scenarios.BigLog(events: sizes.logEvents, withPeers: withPeers)
         defer { log.close() }
         for name in readScenarios {
-            progress(name)
-            reports += try peakMemory.measuring {
+            try step(name) {
                 switch name {
                 case "replay": try Scenarios.replay(log)
                 case "snapshot.random": [try Scenarios.snapshots(log, probes: sizes.snapshotProbes)]
