@@ -366,8 +366,10 @@ import Testing
         var attempts = 0
         try environment.write { txn in
             attempts += 1
-            for i in 0..<200 {
-                try RecordCodec.withKey(UInt64(i)) { key in try value.withUnsafeBytes { try txn.put(db, key: key, value: $0, append: true) } }
+            try txn.withCursor(db) { cursor in
+                for i in 0..<200 {
+                    try RecordCodec.withKey(UInt64(i)) { key in try value.withUnsafeBytes { try cursor.append(key: key, value: $0) } }
+                }
             }
         }
         #expect(attempts > 1)
@@ -380,8 +382,10 @@ import Testing
         let db = try environment.write { try #require(try $0.openDatabase(named: "d", create: true)) }
         do {
             try environment.write { txn in
-                try RecordCodec.withKey(5) { try txn.put(db, key: $0, value: $0, append: true) }
-                try RecordCodec.withKey(4) { try txn.put(db, key: $0, value: $0, append: true) }
+                try txn.withCursor(db) { cursor in
+                    try RecordCodec.withKey(5) { try cursor.append(key: $0, value: $0) }
+                    try RecordCodec.withKey(4) { try cursor.append(key: $0, value: $0) }
+                }
             }
             Issue.record("out-of-order append succeeded")
         } catch LMDBError.keyExists {

@@ -47,12 +47,12 @@ public struct Transaction: ~Copyable {
         return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
     }
 
-    /// Stores `value` under `key`. With `append`, the key must sort after every existing key
-    /// (`MDB_APPEND`), which skips the tree search and packs pages full.
-    public func put(_ db: Database, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, append: Bool = false) throws {
+    /// Stores `value` under `key`, replacing what was there. To add keys in increasing order,
+    /// `Cursor.append` is cheaper.
+    public func put(_ db: Database, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
-        try check(mdb_put(handle, db.id, &k, &v, append ? UInt32(MDB_APPEND) : 0))
+        try check(mdb_put(handle, db.id, &k, &v, 0))
     }
 
     /// Removes `key`; returns whether it was there.
@@ -97,8 +97,9 @@ public struct Cursor: ~Copyable {
     }
 
     /// Stores `value` under `key`, which must sort after every key of the database
-    /// (`MDB_APPEND`; write transactions only). In a loop this is cheaper than
-    /// `Transaction.put`, which sets up a new cursor for every key.
+    /// (`MDB_APPEND`, which packs pages full; write transactions only). In a loop this is
+    /// cheaper than `Transaction.put`, which sets up a new cursor and searches the tree for
+    /// every key.
     public func append(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
