@@ -18,7 +18,7 @@ import Testing
         return (0..<count).map { _ in session.next() }
     }
 
-    @Test(arguments: [EncodingPipeline.minimumEvents, EncodingPipeline.chunkEvents * 7, 4_999])
+    @Test(arguments: [EncodingPipeline.minimumEvents, EncodingPipeline.firstChunkEvents + EncodingPipeline.chunkEvents * 7, 4_999])
     func storesTheSameRecordsAndKeyframesAsOneAtATime(pipelined: Int) throws {
         #expect(EncodingPipeline.isWorthwhile(for: pipelined) == (ProcessInfo.processInfo.activeProcessorCount > 1))
         let events = randomEvents(seed: UInt64(pipelined), count: 10 + pipelined)

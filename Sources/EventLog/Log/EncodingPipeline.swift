@@ -12,6 +12,10 @@ import Synchronization
 final class EncodingPipeline: @unchecked Sendable {
     /// Records per chunk handed over at once (one semaphore round trip per chunk).
     static let chunkEvents = 256
+    /// Records in the first chunk: fewer, so that the appending thread starts soon after the
+    /// worker (a full first chunk kept it waiting about 0.3 ms per batch of 10,000, twice the
+    /// wait that starting the thread costs).
+    static let firstChunkEvents = 32
     /// Chunks in flight; bounds the encoded bytes held at once.
     static let depth = 4
     /// The smallest batch worth a second thread; smaller ones encode on the calling thread.
@@ -66,7 +70,14 @@ final class EncodingPipeline: @unchecked Sendable {
         try pipeline.consume(body)
     }
 
-    private var chunkCount: Int { (events.count + Self.chunkEvents - 1) / Self.chunkEvents }
+    private var chunkCount: Int { 1 + (max(0, events.count - Self.firstChunkEvents) + Self.chunkEvents - 1) / Self.chunkEvents }
+
+    /// The indices of the events chunk `number` holds.
+    private func range(ofChunk number: Int) -> Range<Int> {
+        let start = number == 0 ? 0 : Self.firstChunkEvents + (number - 1) * Self.chunkEvents
+        let end = Self.firstChunkEvents + number * Self.chunkEvents
+        return min(start, events.count)..<min(end, events.count)
+    }
 
     /// The worker: encodes chunk after chunk until all are done or the reader has stopped.
     private func produce() {
@@ -78,9 +89,9 @@ final class EncodingPipeline: @unchecked Sendable {
             chunk.writer.reset()
             chunk.ends.removeAll(keepingCapacity: true)
             chunk.stateDeltas.removeAll(keepingCapacity: true)
-            let start = number * Self.chunkEvents
+            let range = range(ofChunk: number)
             events.withUnsafeBufferPointer { events in
-                for index in start..<min(start + Self.chunkEvents, events.count) {
+                for index in range {
                     let encoded = RecordCodec.encode(events[index], seq: firstSeq + UInt64(index), time: clock.now(), into: &chunk.writer)
                     chunk.ends.append(chunk.writer.count)
                     chunk.stateDeltas.append(encoded.stateDelta)
@@ -94,11 +105,11 @@ final class EncodingPipeline: @unchecked Sendable {
         for number in 0..<chunkCount {
             filled.wait()
             let chunk = chunks[number % Self.depth]
+            let first = range(ofChunk: number).lowerBound
             try chunk.writer.withUnsafeBytes { bytes in
                 var start = 0
                 for (offset, end) in chunk.ends.enumerated() {
-                    try body(number * Self.chunkEvents + offset, UnsafeRawBufferPointer(rebasing: bytes[start..<end]),
-                             chunk.stateDeltas[offset])
+                    try body(first + offset, UnsafeRawBufferPointer(rebasing: bytes[start..<end]), chunk.stateDeltas[offset])
                     start = end
                 }
             }
