@@ -24,7 +24,8 @@ while let argument = arguments.popFirst() {
             OPTIONS:
               --quick      Small sizes, under a minute (CI smoke runs).
               --json FILE  Also write the results as JSON to FILE.
-              --only NAME  Run only the scenarios whose name contains NAME.
+              --only NAME  Run only the scenarios whose name contains NAME (a step that measures
+                           several scenarios at once runs whole; only the wanted are reported).
               --subject S  Run only subject S (eventlog, raw-lmdb, sqlite, jsonl) in append scenarios;
                            with eventlog, the read scenarios build no peers either.
             """)
@@ -40,47 +41,56 @@ if jsonPath == nil, CommandLine.arguments.contains("--json") {
 }
 
 let sizes = quick ? Sizes.quick : Sizes.full
-let filter = only
 let subject = onlySubject
+let batchRuns = [(100, false), (10_000, false), (1, true), (100, true), (10_000, true)].map { batch, fast in
+    (name: "append.batch.\(batch).\(fast ? "fast" : "durable")", batch: batch, fast: fast)
+}
+/// The steps that read one shared million-event log, with the scenarios each reports.
+let readSteps = [("replay", ["replay", "replay.state"]), ("snapshot.random", ["snapshot.random"]),
+                 ("bisect.where", ["bisect.where"]), ("verify", ["verify"]), ("storage", ["storage"])]
+let objectScenarios = ["objects.create", "objects.update", "objects.delete", "objects.replay", "objects.fetch"]
+let allScenarios = ["append.durable.single"] + batchRuns.map(\.name) + ["append.concurrent"] + objectScenarios
+    + readSteps.flatMap(\.1)
+let filter = only
 func wanted(_ name: String) -> Bool { filter.map { name.contains($0) } ?? true }
+if let filter, !allScenarios.contains(where: wanted) {
+    FileHandle.standardError.write(Data("Error: no scenario name contains '\(filter)'; the scenarios are \(allScenarios.joined(separator: ", "))\n".utf8))
+    exit(2)
+}
 func progress(_ text: String) { FileHandle.standardError.write(Data("· \(text)\n".utf8)) }
 
 var reports: [ScenarioReport] = []
 var peakMemory = PeakMemory()
-/// Runs one step of the benchmark: its progress line, its reports and its peak memory.
-@MainActor func step(_ name: String, _ run: () throws -> [ScenarioReport]) throws {
+/// Runs one step of the benchmark when any of the scenarios it reports is wanted: its
+/// progress line, its wanted reports and its peak memory.
+@MainActor func step(_ name: String, reporting scenarios: [String]? = nil, _ run: () throws -> [ScenarioReport]) throws {
+    guard (scenarios ?? [name]).contains(where: wanted) else { return }
     progress(name)
-    reports += try peakMemory.measuring(run)
+    reports += try peakMemory.measuring(run).filter { wanted($0.name) }
 }
 do {
-    if wanted("append.durable.single") {
-        try step("append.durable.single") {
-            [try Scenarios.append(name: "append.durable.single", summary: "one event per durable commit",
-                                  events: sizes.singleCommits, batch: 1, fast: false, only: subject)]
-        }
+    try step("append.durable.single") {
+        [try Scenarios.append(name: "append.durable.single", summary: "one event per durable commit",
+                              events: sizes.singleCommits, batch: 1, fast: false, only: subject)]
     }
-    for (batch, fast) in [(100, false), (10_000, false), (1, true), (100, true), (10_000, true)] {
-        let name = "append.batch.\(batch).\(fast ? "fast" : "durable")"
-        guard wanted(name) else { continue }
+    for (name, batch, fast) in batchRuns {
         try step(name) {
             [try Scenarios.append(name: name, summary: "\(batch) events per \(fast ? "commit, faster mode" : "durable commit")",
                                   events: sizes.batchEvents[batch]!, batch: batch, fast: fast, only: subject)]
         }
     }
-    if wanted("append.concurrent") {
-        try step("append.concurrent") { [try Scenarios.concurrent(producers: 16, perProducer: sizes.perProducer)] }
+    try step("append.concurrent") { [try Scenarios.concurrent(producers: 16, perProducer: sizes.perProducer)] }
+    try step("objects", reporting: objectScenarios) {
+        try Scenarios.objects(count: sizes.objects, updates: sizes.objectUpdates, fetches: sizes.fetches)
     }
-    if wanted("objects") {
-        try step("objects") { try Scenarios.objects(count: sizes.objects, updates: sizes.objectUpdates, fetches: sizes.fetches) }
-    }
-    let readScenarios = ["replay", "snapshot.random", "bisect.where", "verify", "storage"].filter(wanted)
-    if !readScenarios.isEmpty {
+    let readNames = readSteps.filter { $0.1.contains(where: wanted) }.map(\.0)
+    if !readNames.isEmpty {
         progress("building a log of \(sizes.logEvents) events for each subject")
-        let withPeers = (readScenarios.contains("replay") || readScenarios.contains("storage")) && subject != "eventlog"
+        let withPeers = (readNames.contains("replay") || readNames.contains("storage")) && subject != "eventlog"
         let log = try Scenarios.BigLog(events: sizes.logEvents, withPeers: withPeers)
         defer { log.close() }
-        for name in readScenarios {
-            try step(name) {
+        for (name, scenarios) in readSteps where readNames.contains(name) {
+            try step(name, reporting: scenarios) {
                 switch name {
                 case "replay": try Scenarios.replay(log)
                 case "snapshot.random": [try Scenarios.snapshots(log, probes: sizes.snapshotProbes)]
