@@ -52,5 +52,6 @@ let package = Package(
         .testTarget(name: "ObjectsTests", dependencies: ["Objects", "EventLog", "EventLogTesting"]),
         .testTarget(name: "DemoMessengerTests", dependencies: ["DemoMessenger", "Effects", "EventLog", "EventLogTesting"]),
         .testTarget(name: "EventLogCLITests", dependencies: ["EventLogCLI", "EventLog", "EventLogTesting"]),
+        .testTarget(name: "EventLogBenchmarksTests", dependencies: ["EventLogBenchmarks"]),
     ]
 )

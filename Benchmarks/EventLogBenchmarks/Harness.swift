@@ -31,6 +31,9 @@ struct Measurement {
     /// Other figures, such as probes or memory.
     var extra: [(String, Double)] = []
 
+    /// The engine's ratio over this subject in each run, when several runs were combined.
+    var runRatios: [Double] = []
+
     var opsPerSecond: Double { Double(operations) / seconds }
 
     func percentile(_ p: Double) -> Double? {
@@ -53,11 +56,41 @@ struct ScenarioReport {
     /// (`PeakMemory.measuring`); `nil` where the kernel cannot reset the peak.
     var peakResidentBytes: Int?
 
-    /// The engine's throughput over a peer's, in the same run.
+    /// The engine's throughput over a peer's, in the same run (the median over the runs, when
+    /// several were combined).
     func ratio(against peer: Measurement) -> Double? {
         guard comparesThroughput, let engine = measurements.first, engine.subject != peer.subject else { return nil }
-        return engine.opsPerSecond / peer.opsPerSecond
+        return peer.runRatios.isEmpty ? engine.opsPerSecond / peer.opsPerSecond : median(peer.runRatios)
     }
+
+    /// The lowest and highest of the ratios over a peer, when several runs were combined.
+    func ratioRange(against peer: Measurement) -> ClosedRange<Double>? {
+        guard peer.runRatios.count > 1, let low = peer.runRatios.min(), let high = peer.runRatios.max() else { return nil }
+        return low...high
+    }
+}
+
+extension ScenarioReport {
+    /// Several runs of one scenario as one report: each subject's median run by throughput,
+    /// the highest peak memory, and each ratio as the median of the ratios measured within
+    /// the runs (a ratio is only ever taken between figures of the same run).
+    init(combining runs: [ScenarioReport]) {
+        self = runs[0]
+        guard runs.count > 1 else { return }
+        measurements = measurements.indices.map { index in
+            var middle = runs.map { $0.measurements[index] }.sorted { $0.opsPerSecond < $1.opsPerSecond }[runs.count / 2]
+            middle.runRatios = runs.compactMap { $0.ratio(against: $0.measurements[index]) }
+            return middle
+        }
+        peakResidentBytes = runs.compactMap(\.peakResidentBytes).max()
+    }
+}
+
+/// The middle value (the mean of the two middle ones for an even count).
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    let middle = sorted.count / 2
+    return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
 }
 
 /// The resident memory of this process, in bytes: now (`VmRSS`), at its peak (`VmHWM`), and
@@ -125,7 +158,9 @@ enum Table {
                     m.percentile(99.9).map { format($0) } ?? "",
                     m.bytesPerEvent.map { String(format: "%.0f", $0) } ?? "",
                     index == 0 ? report.peakResidentBytes.map { String($0 >> 20) } ?? "" : "",
-                    report.ratio(against: m).map { String(format: "%.2f×", $0) } ?? "",
+                    report.ratio(against: m).map { ratio in
+                        String(format: "%.2f×", ratio) + (report.ratioRange(against: m).map { String(format: " (%.2f–%.2f)", $0.lowerBound, $0.upperBound) } ?? "")
+                    } ?? "",
                     m.extra.map { "\($0.0) \(format($0.1))" }.joined(separator: ", "),
                 ])
             }

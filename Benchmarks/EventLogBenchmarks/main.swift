@@ -1,28 +1,49 @@
 import EventLog
 import Foundation
 
-/// `eventlog-bench [--quick] [--json FILE] [--only NAME]`: runs the scenarios, prints a table,
-/// and optionally writes the results as JSON. Build with `-c release`.
-let usage = "usage: eventlog-bench [--quick] [--json FILE] [--only NAME] [--subject NAME]"
+/// `eventlog-bench [--quick] [--runs N] [--json FILE] [--only NAME] [--subject NAME]`: runs the
+/// scenarios, prints a table, and optionally writes the results as JSON. Build with `-c release`.
+let usage = "usage: eventlog-bench [--quick] [--runs N] [--json FILE] [--only NAME] [--subject NAME]"
+let subjectNames = ["eventlog", "raw-lmdb", "sqlite", "jsonl"]
 var quick = false
+var runs = 1
 var jsonPath: String?
 var only: String?
 var onlySubject: String?
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("Error: \(message)\n\(usage)\n".utf8))
+    exit(2)
+}
+
 var arguments = CommandLine.arguments.dropFirst()
+@MainActor func value(of option: String) -> String {
+    guard let value = arguments.popFirst(), !value.hasPrefix("--") else { fail("\(option) needs a value") }
+    return value
+}
 while let argument = arguments.popFirst() {
     switch argument {
     case "--quick": quick = true
-    case "--json": jsonPath = arguments.popFirst()
-    case "--only": only = arguments.popFirst()
-    case "--subject": onlySubject = arguments.popFirst()
+    case "--runs":
+        guard let count = Int(value(of: argument)), count >= 1 else { fail("--runs needs a whole number of at least 1") }
+        runs = count
+    case "--json": jsonPath = value(of: argument)
+    case "--only": only = value(of: argument)
+    case "--subject":
+        let name = value(of: argument)
+        guard subjectNames.contains(name) else { fail("unknown subject '\(name)'; the subjects are \(subjectNames.joined(separator: ", "))") }
+        onlySubject = name
     case "-h", "--help":
         print("""
             OVERVIEW: Measure the engine against raw LMDB, SQLite and JSON lines in one run.
 
-            USAGE: eventlog-bench [--quick] [--json FILE] [--only NAME] [--subject NAME]
+            USAGE: eventlog-bench [--quick] [--runs N] [--json FILE] [--only NAME] [--subject NAME]
 
             OPTIONS:
               --quick      Small sizes, under a minute (CI smoke runs).
+              --runs N     Run every scenario N times (default 1) and report each subject's median
+                           run, and each ratio as the median of the ratios within the runs, with
+                           their range.
               --json FILE  Also write the results as JSON to FILE.
               --only NAME  Run only the scenarios whose name contains NAME (a step that measures
                            several scenarios at once runs whole; only the wanted are reported).
@@ -31,15 +52,9 @@ while let argument = arguments.popFirst() {
             """)
         exit(0)
     default:
-        FileHandle.standardError.write(Data("Error: unknown argument '\(argument)'\n\(usage)\n".utf8))
-        exit(2)
+        fail("unknown argument '\(argument)'")
     }
 }
-if jsonPath == nil, CommandLine.arguments.contains("--json") {
-    FileHandle.standardError.write(Data("Error: --json needs a file\n\(usage)\n".utf8))
-    exit(2)
-}
-
 let sizes = quick ? Sizes.quick : Sizes.full
 let subject = onlySubject
 let batchRuns = [(100, false), (10_000, false), (1, true), (100, true), (10_000, true)].map { batch, fast in
@@ -61,12 +76,16 @@ func progress(_ text: String) { FileHandle.standardError.write(Data("· \(text)\
 
 var reports: [ScenarioReport] = []
 var peakMemory = PeakMemory()
-/// Runs one step of the benchmark when any of the scenarios it reports is wanted: its
-/// progress line, its wanted reports and its peak memory.
+/// Runs one step of the benchmark `runs` times when any of the scenarios it reports is
+/// wanted: its progress lines, its wanted reports (combined over the runs) and peak memory.
 @MainActor func step(_ name: String, reporting scenarios: [String]? = nil, _ run: () throws -> [ScenarioReport]) throws {
     guard (scenarios ?? [name]).contains(where: wanted) else { return }
-    progress(name)
-    reports += try peakMemory.measuring(run).filter { wanted($0.name) }
+    var rounds: [[ScenarioReport]] = []
+    for round in 1...runs {
+        progress(runs == 1 ? name : "\(name), run \(round) of \(runs)")
+        rounds.append(try peakMemory.measuring(run).filter { wanted($0.name) })
+    }
+    reports += rounds[0].indices.map { index in ScenarioReport(combining: rounds.map { $0[index] }) }
 }
 do {
     try step("append.durable.single") {
@@ -109,7 +128,7 @@ do {
 let runPeak = max(peakMemory.wholeRun, residentMemory().peak)
 let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
     .split(separator: "\n").first { $0.hasPrefix("model name") }?.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "unknown"
-print("machine: \(cpu), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB; mode: \(quick ? "quick" : "full"); peak RSS \(runPeak >> 20) MiB\n")
+print("machine: \(cpu), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB; mode: \(quick ? "quick" : "full")\(runs > 1 ? ", \(runs) runs" : ""); peak RSS \(runPeak >> 20) MiB\n")
 print(Table.render(reports), terminator: "")
 
 if let jsonPath {
@@ -131,6 +150,10 @@ if let jsonPath {
             result["p999Microseconds"] = number(m.percentile(99.9))
             result["bytesPerEvent"] = number(m.bytesPerEvent)
             result["ratio"] = number(report.ratio(against: m))
+            if let range = report.ratioRange(against: m) {
+                result["ratioLowest"] = number(range.lowerBound)
+                result["ratioHighest"] = number(range.upperBound)
+            }
             for (key, value) in m.extra { result[key] = number(value) }
             return .object(result)
         })
@@ -140,6 +163,7 @@ if let jsonPath {
     document["machine"] = ["cpu": .string(cpu), "cores": .int(Int64(ProcessInfo.processInfo.activeProcessorCount)),
                            "memoryBytes": .int(Int64(ProcessInfo.processInfo.physicalMemory))]
     document["mode"] = .string(quick ? "quick" : "full")
+    document["runs"] = .int(Int64(runs))
     document["peakRSSBytes"] = .int(Int64(runPeak))
     document["scenarios"] = .array(scenarios)
     do {
