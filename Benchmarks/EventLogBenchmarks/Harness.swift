@@ -72,17 +72,19 @@ struct ScenarioReport {
 
 extension ScenarioReport {
     /// Several runs of one scenario as one report: each subject's median run by throughput,
-    /// the highest peak memory, and each ratio as the median of the ratios measured within
-    /// the runs (a ratio is only ever taken between figures of the same run).
+    /// and each ratio as the median of the ratios measured within the runs (a ratio is only
+    /// ever taken between figures of the same run). The other figures (peak memory, heap
+    /// growth, counts) are the first run's: later runs start with what earlier ones left
+    /// resident, so only the first is measured as a single run would be.
     init(combining runs: [ScenarioReport]) {
         self = runs[0]
         guard runs.count > 1 else { return }
         measurements = measurements.indices.map { index in
             var middle = runs.map { $0.measurements[index] }.sorted { $0.opsPerSecond < $1.opsPerSecond }[runs.count / 2]
+            middle.extra = runs[0].measurements[index].extra
             middle.runRatios = runs.compactMap { $0.ratio(against: $0.measurements[index]) }
             return middle
         }
-        peakResidentBytes = runs.compactMap(\.peakResidentBytes).max()
     }
 }
 

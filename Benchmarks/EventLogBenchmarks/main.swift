@@ -43,7 +43,7 @@ while let argument = arguments.popFirst() {
               --quick      Small sizes, under a minute (CI smoke runs).
               --runs N     Run every scenario N times (default 1) and report each subject's median
                            run, and each ratio as the median of the ratios within the runs, with
-                           their range.
+                           their range; memory figures are the first run's.
               --json FILE  Also write the results as JSON to FILE.
               --only NAME  Run only the scenarios whose name contains NAME (a step that measures
                            several scenarios at once runs whole; only the wanted are reported).
