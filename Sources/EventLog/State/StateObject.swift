@@ -61,14 +61,14 @@ public struct StateObject: Sendable, Hashable, Sequence, ExpressibleByDictionary
         }
     }
 
-    /// Mutates the value under `key` in place (no copy of the child), inserting `default` first
-    /// when the key is absent (`body` is told whether it did); an inserted value is removed
-    /// again if `body` throws.
-    mutating func withValue<R, E: Error>(forKey key: String, default: StateValue?,
+    /// Mutates the value under `key` in place (no copy of the child), inserting an empty object
+    /// first when the key is absent and `insertingAnObject` (`body` is told whether it did); an
+    /// inserted value is removed again if `body` throws.
+    mutating func withValue<R, E: Error>(forKey key: String, insertingAnObject: Bool,
                                          _ body: (inout StateValue, _ inserted: Bool) throws(E) -> R) throws(E) -> R? {
         if let position = self.position(of: key) { return try body(&entries[position].value, false) }
-        guard let initial = `default` else { return nil }
-        append(key, initial)
+        guard insertingAnObject else { return nil }
+        append(key, .emptyObject)
         let position = entries.count - 1
         do {
             return try body(&entries[position].value, true)

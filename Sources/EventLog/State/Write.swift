@@ -96,7 +96,7 @@ extension StateValue {
             self = .null
             defer { self = .object(object) }
             if isLast { return object.replaceValue(value, forKey: key) }
-            let previous = try object.withValue(forKey: key, default: value == nil ? StateValue?.none : .emptyObject) {
+            let previous = try object.withValue(forKey: key, insertingAnObject: value != nil) {
                 (child, inserted) throws(StateError) in
                 let previous = try child.set(value, at: path, from: depth + 1, createdAt: &createdAt)
                 if inserted { createdAt = depth }
