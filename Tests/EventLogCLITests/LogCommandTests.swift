@@ -248,6 +248,47 @@ import Testing
         let usage = try runEventlog(["nope"])
         #expect(usage.code == 2)
     }
+    /// A writer killed at any moment (SIGKILL, so in the middle of a commit too) leaves a
+    /// database that verifies and holds whole transactions only, and the next writer goes on
+    /// at once (LMDB's lock is robust to its owner dying).
+    @Test func aWriterKilledMidImportLeavesWholeBatchesAndTheNextWriterGoesOn() throws {
+        let dir = TemporaryDirectory()
+        let (events, batch) = (20_000, 100)
+        try counterEvents(key: "n", count: events).write(toFile: dir.file("n.jsonl"), atomically: true, encoding: .utf8)
+        func committed(_ db: String) throws -> Int {
+            let info = try runEventlog(["info", "--json", "--db", db])
+            return info.code == 0 ? Int(try StateValue(json: info.out)["events"]?.intValue ?? 0) : 0
+        }
+        var killedMidway = 0
+        for round in 0..<6 {
+            let db = dir.file("killed-\(round).lmdb")
+            let writer = try spawnEventlog(["import", dir.file("n.jsonl"), "--batch", "\(batch)", "--db", db])
+            writer.standardOutput = FileHandle.nullDevice
+            writer.standardError = FileHandle.nullDevice
+            try writer.run()
+            // Once the first batch is in, kill after a delay that differs from round to round.
+            let deadline = Date().addingTimeInterval(30)
+            while writer.isRunning, try committed(db) == 0, Date() < deadline { usleep(1_000) }
+            usleep(UInt32(round) * 4_000)
+            kill(writer.processIdentifier, SIGKILL)
+            writer.waitUntilExit()
+
+            let kept = try committed(db)
+            if kept > 0 && kept < events { killedMidway += 1 }
+            #expect(kept % batch == 0, "round \(round): \(kept) events is not a whole number of transactions")
+            let verify = try runEventlog(["verify", "--json", "--db", db])
+            let report = try StateValue(json: verify.out)
+            #expect(verify.code == 0 && report["ok"] == true, "round \(round): \(verify.out)\(verify.err)")
+            #expect(try StateValue(json: try runEventlog(["snapshot", "--json", "--db", db]).out) == ["n": .int(Int64(kept - 1))])
+
+            // The next writer takes the lock the dead one held and appends the rest.
+            try counterEvents(key: "n", count: events - kept, start: kept).write(toFile: dir.file("rest.jsonl"), atomically: true, encoding: .utf8)
+            let rest = try runEventlog(["import", dir.file("rest.jsonl"), "--db", db])
+            #expect(rest.code == 0, "round \(round): \(rest.err)")
+            #expect(try StateValue(json: try runEventlog(["snapshot", "--json", "--db", db]).out) == ["n": .int(Int64(events - 1))])
+        }
+        #expect(killedMidway > 0, "every kill landed before the first or after the last commit")
+    }
 }
 
 @Suite struct DamagedDatabaseTests {
