@@ -249,8 +249,8 @@ import Testing
         #expect(usage.code == 2)
     }
     /// A writer killed at any moment (SIGKILL, so in the middle of a commit too) leaves a
-    /// database that verifies and holds whole transactions only, and the next writer goes on
-    /// at once (LMDB's lock is robust to its owner dying).
+    /// database that verifies, holds whole transactions only and everything a reader saw
+    /// committed, and the next writer goes on at once (LMDB's lock survives its owner dying).
     @Test func aWriterKilledMidImportLeavesWholeBatchesAndTheNextWriterGoesOn() throws {
         let dir = TemporaryDirectory()
         let (events, batch) = (20_000, 100)
@@ -270,11 +270,13 @@ import Testing
             let deadline = Date().addingTimeInterval(30)
             while writer.isRunning, try committed(db) == 0, Date() < deadline { usleep(1_000) }
             usleep(UInt32(round) * 4_000)
+            let seen = try committed(db)
             kill(writer.processIdentifier, SIGKILL)
             writer.waitUntilExit()
 
             let kept = try committed(db)
             if kept > 0 && kept < events { killedMidway += 1 }
+            #expect(kept >= seen, "round \(round): a reader saw \(seen) events committed, \(kept) are left")
             #expect(kept % batch == 0, "round \(round): \(kept) events is not a whole number of transactions")
             let verify = try runEventlog(["verify", "--json", "--db", db])
             let report = try StateValue(json: verify.out)
