@@ -178,4 +178,21 @@ import Testing
         #expect(Timestamp(rfc3339: "2025-13-01T00:00:00Z") == nil)
         #expect(Timestamp(rfc3339: "yesterday") == nil)
     }
+
+    @Test func formatsEveryFieldAtItsWidthAndReadsBack() throws {
+        #expect(Timestamp(microsecondsSince1970: 0).description == "1970-01-01T00:00:00.000000Z")
+        #expect(Timestamp(rfc3339: "2024-02-29T23:59:59.999999Z")?.description == "2024-02-29T23:59:59.999999Z")
+        #expect(Timestamp(rfc3339: "0001-01-01T00:00:00.000001Z")?.description == "0001-01-01T00:00:00.000001Z")
+        #expect(Timestamp(rfc3339: "9999-12-31T23:59:59.999999Z")?.description == "9999-12-31T23:59:59.999999Z")
+        // Past what RFC 3339 can write: more year digits, or a sign.
+        let late = try #require(Timestamp(rfc3339: "9999-12-31T23:59:59.999999Z"))
+        #expect(Timestamp(microsecondsSince1970: late.microsecondsSince1970 + 1).description == "10000-01-01T00:00:00.000000Z")
+        let early = try #require(Timestamp(rfc3339: "0000-01-01T00:00:00Z"))
+        #expect(Timestamp(microsecondsSince1970: early.microsecondsSince1970 - 1).description == "-0001-12-31T23:59:59.999999Z")
+        var random = SplitMix64(seed: 7)
+        for _ in 0..<2_000 {
+            let t = Timestamp(microsecondsSince1970: Int64(random.next() % 253_402_300_800_000_000) - 62_135_596_800_000_000)
+            #expect(Timestamp(rfc3339: t.description) == t, "\(t.microsecondsSince1970): \(t.description)")
+        }
+    }
 }

@@ -20,19 +20,50 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
 
     public static func < (a: Timestamp, b: Timestamp) -> Bool { a.microsecondsSince1970 < b.microsecondsSince1970 }
 
-    /// RFC 3339 in UTC with six fractional digits.
+    /// RFC 3339 in UTC with six fractional digits, written straight into the string's storage
+    /// (an object save formats two of these). Years past 9999 get more digits, and years
+    /// before 0 a sign, which RFC 3339 has no room for.
     public var description: String {
         let micros = microsecondsSince1970
         let seconds = micros.floorDiv(1_000_000)
         let fraction = micros - seconds * 1_000_000
         let days = seconds.floorDiv(86_400)
         let secondOfDay = seconds - days * 86_400
-        let (y, m, d) = Self.civil(fromDays: days)
-        func pad(_ v: Int64, _ width: Int) -> String {
-            let s = String(v)
-            return String(repeating: "0", count: max(0, width - s.count)) + s
+        let (year, month, day) = Self.civil(fromDays: days)
+        return String(unsafeUninitializedCapacity: 40) { text in
+            var at = 0
+            func put(_ character: Unicode.Scalar) {
+                text[at] = UInt8(ascii: character)
+                at += 1
+            }
+            func put(_ value: Int64, width: Int) {
+                var digits = 1
+                var rest = value / 10
+                while rest > 0 { (digits, rest) = (digits + 1, rest / 10) }
+                var value = value
+                for index in (at..<at + max(width, digits)).reversed() {
+                    text[index] = UInt8(ascii: "0") + UInt8(value % 10)
+                    value /= 10
+                }
+                at += max(width, digits)
+            }
+            if year < 0 { put("-") }
+            put(abs(year), width: 4)
+            put("-")
+            put(month, width: 2)
+            put("-")
+            put(day, width: 2)
+            put("T")
+            put(secondOfDay / 3600, width: 2)
+            put(":")
+            put(secondOfDay / 60 % 60, width: 2)
+            put(":")
+            put(secondOfDay % 60, width: 2)
+            put(".")
+            put(fraction, width: 6)
+            put("Z")
+            return at
         }
-        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(fraction, 6))Z"
     }
 
     /// Parses RFC 3339: `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`; `nil` when it does not fit.
