@@ -211,4 +211,19 @@ final class ObjectsHarness {
         #expect(throws: ObjectStoreError.self) { try harness.objects.save(["id": "a\u{0}b"], in: "Post") }
         #expect(try harness.store.lastSeq() == 0)
     }
+
+    @Test func collectionNamesAndIDsAreCheckedAcrossUnicode() {
+        for name in ["Post", "_drafts", "blog_2", "Été", "記事"] {
+            #expect(throws: Never.self, "\(name)") { try ObjectStore.validate(collection: name) }
+        }
+        for name in ["", "9lives", "Blog Post", "a-b", "a.b", "x\u{7F}", "naïve!", String(repeating: "a", count: 101)] {
+            #expect(throws: ObjectStoreError.self, "\(name)") { try ObjectStore.validate(collection: name) }
+        }
+        for id in ["0000000m", "é", "a b", "x/y"] {
+            #expect(throws: Never.self, "\(id)") { try ObjectStore.validate(id: id) }
+        }
+        for id in ["", "a\tb", "a\u{7F}", "a\u{85}b", "a\u{9F}", String(repeating: "a", count: 256)] {
+            #expect(throws: ObjectStoreError.self, "\(id)") { try ObjectStore.validate(id: id) }
+        }
+    }
 }
