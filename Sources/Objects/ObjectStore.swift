@@ -61,6 +61,7 @@ public final class ObjectStore: @unchecked Sendable {
         }
         let now = store.clock.now().description
         var stored = StateObject()
+        stored.reserveCapacity(fields.count + Self.managedFields.count)
         stored["id"] = .string(objectID)
         for (key, value) in fields where !Self.managedFields.contains(key) { stored[key] = value }
         stored["version"] = .int(version + 1)
@@ -68,9 +69,7 @@ public final class ObjectStore: @unchecked Sendable {
         stored["updatedAt"] = .string(now)
         let writes: [Write]
         if let existing {
-            writes = StateValue.object(existing).diff(to: .object(stored)).map { write in
-                Write(StatePath(path.components + write.path.components), old: write.old, new: write.new)
-            }
+            writes = StateValue.object(existing).diff(to: .object(stored), at: path)
         } else {
             writes = [Write(path, old: nil, new: .object(stored))]
         }

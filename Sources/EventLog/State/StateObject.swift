@@ -26,11 +26,12 @@ public struct StateObject: Sendable, Hashable, Sequence, ExpressibleByDictionary
     public init() {}
 
     public init(dictionaryLiteral elements: (String, StateValue)...) {
+        reserveCapacity(elements.count)
         for (key, value) in elements { self[key] = value }
     }
 
     /// Makes room for `count` keys without regrowing.
-    mutating func reserveCapacity(_ count: Int) {
+    public mutating func reserveCapacity(_ count: Int) {
         entries.reserveCapacity(count)
     }
 

@@ -31,9 +31,18 @@ public struct StatePath: Sendable, Hashable, CustomStringConvertible, Expressibl
     public var isRoot: Bool { components.isEmpty }
 
     /// This path extended by one key.
-    public func appending(_ key: String) -> StatePath { StatePath(components + [.key(key)]) }
+    public func appending(_ key: String) -> StatePath { appending(.key(key)) }
     /// This path extended by one array index.
-    public func appending(index: Int) -> StatePath { StatePath(components + [.index(index)]) }
+    public func appending(index: Int) -> StatePath { appending(.index(index)) }
+
+    /// One allocation, where `components + [component]` makes two.
+    private func appending(_ component: Component) -> StatePath {
+        var extended: [Component] = []
+        extended.reserveCapacity(components.count + 1)
+        extended.append(contentsOf: components)
+        extended.append(component)
+        return StatePath(extended)
+    }
 
     /// The text form, which `init(parsing:)` reads back.
     public var description: String {

@@ -55,6 +55,7 @@ extension StateValue: ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
     public init(arrayLiteral elements: StateValue...) { self = .array(elements) }
     public init(dictionaryLiteral elements: (String, StateValue)...) {
         var object = StateObject()
+        object.reserveCapacity(elements.count)
         for (key, value) in elements { object[key] = value }
         self = .object(object)
     }

@@ -124,10 +124,11 @@ extension StateValue {
     }
 
     /// The writes that turn `self` into `other`: per key for objects, per element for arrays
-    /// of equal length, and whole values otherwise.
-    public func diff(to other: StateValue) -> [Write] {
+    /// of equal length, and whole values otherwise. Their paths start with `path`, where the
+    /// two values sit in a larger state (the root by default).
+    public func diff(to other: StateValue, at path: StatePath = .root) -> [Write] {
         var writes: [Write] = []
-        Self.diff(self, other, at: .root, into: &writes)
+        Self.diff(self, other, at: path, into: &writes)
         return writes
     }
 
