@@ -122,6 +122,14 @@ import Testing
         let before: StateValue = ["messenger": ["selectedTab": "all", "listFilter": .null]]
         let after: StateValue = ["messenger": ["selectedTab": "bots", "listFilter": .null]]
         #expect(before.diff(to: after) == [Write("messenger.selectedTab", old: "all", new: "bots")])
+        // Two values inside a larger state: the writes' paths start where they sit.
+        let object: StateValue = ["title": "a", "tags": ["x"]]
+        #expect(object.diff(to: ["title": "b", "tags": ["x", "y"], "views": 1], at: "objects.Post[\"p 1\"]") == [
+            Write("objects.Post[\"p 1\"].title", old: "a", new: "b"),
+            Write("objects.Post[\"p 1\"].tags", old: ["x"], new: ["x", "y"]),
+            Write("objects.Post[\"p 1\"].views", old: nil, new: 1),
+        ])
+        #expect(StatePath("a.b").appending("c").appending(index: 2) == StatePath([.key("a"), .key("b"), .key("c"), .index(2)]))
     }
 }
 
