@@ -69,8 +69,7 @@ let allScenarios = ["append.durable.single"] + batchRuns.map(\.name) + ["append.
 let filter = only
 func wanted(_ name: String) -> Bool { filter.map { name.contains($0) } ?? true }
 if let filter, !allScenarios.contains(where: wanted) {
-    FileHandle.standardError.write(Data("Error: no scenario name contains '\(filter)'; the scenarios are \(allScenarios.joined(separator: ", "))\n".utf8))
-    exit(2)
+    fail("no scenario name contains '\(filter)'; the scenarios are \(allScenarios.joined(separator: ", "))")
 }
 func progress(_ text: String) { FileHandle.standardError.write(Data("· \(text)\n".utf8)) }
 
