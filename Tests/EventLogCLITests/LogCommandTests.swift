@@ -248,6 +248,7 @@ import Testing
         let usage = try runEventlog(["nope"])
         #expect(usage.code == 2)
     }
+
     /// A writer killed at any moment (SIGKILL, so in the middle of a commit too) leaves a
     /// database that verifies, holds whole transactions only and everything a reader saw
     /// committed, and the next writer goes on at once (LMDB's lock survives its owner dying).
