@@ -27,8 +27,6 @@ struct Context: Sendable {
         options.clock = clock
         do {
             return try EventStore(path: databasePath, options: options)
-        } catch let error as EventStoreError {
-            throw CLIError.unavailable("cannot open \(databasePath): \(error)")
         } catch {
             throw CLIError.unavailable("cannot open \(databasePath): \(error)")
         }
@@ -36,8 +34,12 @@ struct Context: Sendable {
 }
 
 /// Runs library code and turns its errors into the CLI's: bad references are usage errors
-/// (2), corruption is a problem found (1), storage trouble is exit 3.
-func attempt<R>(_ body: () throws -> R) throws(CLIError) -> R {
+/// (2), corruption is a problem found (1), storage trouble (a database that cannot be opened
+/// or written) is exit 3, naming the database when `writingTo` it.
+func attempt<R>(writingTo database: String? = nil, _ body: () throws -> R) throws(CLIError) -> R {
+    func unavailable(_ error: any Error) -> CLIError {
+        CLIError.unavailable(database.map { "cannot write to \($0): \(error)" } ?? "\(error)")
+    }
     do {
         return try body()
     } catch let error as CLIError {
@@ -46,9 +48,9 @@ func attempt<R>(_ body: () throws -> R) throws(CLIError) -> R {
         switch error {
         case .noSuchEvent, .staleWrite, .invalidWrite, .readOnly: throw CLIError.badInput("\(error)")
         case .corruptRecord, .corruptKeyframe: throw CLIError.problem("\(error)")
-        case .notFound, .notAnEventLog, .newerFormat, .storage: throw CLIError.unavailable("\(error)")
+        case .notFound, .notAnEventLog, .newerFormat, .storage: throw unavailable(error)
         }
     } catch {
-        throw CLIError.unavailable("\(error)")
+        throw unavailable(error)
     }
 }

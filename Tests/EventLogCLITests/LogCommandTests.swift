@@ -101,7 +101,8 @@ import Testing
     @Test func aBatchedImportKeepsTheBatchesBeforeABadLine() {
         let input = counterEvents(key: "counter", count: 25) + "{\"stream\":\n" + counterEvents(key: "counter", count: 5, start: 25)
         let result = eventlog(["import", "-", "--batch", "10", "--db", db], stdin: input)
-        #expect(result.err == "Error: - line 26, column 11: unexpected end of input\n")
+        #expect(result.code == 2)
+        #expect(result.err == "Error: - line 26, column 11: unexpected end of input; the 20 events committed before it (seq 1…20) are kept\n")
         #expect(eventlog(["info", "--json", "--db", db]).out.contains("\"lastSeq\":20"))
     }
 
@@ -291,6 +292,32 @@ import Testing
             #expect(try StateValue(json: try runEventlog(["snapshot", "--json", "--db", db]).out) == ["n": .int(Int64(events - 1))])
         }
         #expect(killedMidway > 0, "every kill landed before the first or after the last commit")
+    }
+
+    /// A disk that fills up in the middle of an import (a file-size limit, under which LMDB's
+    /// writes come up short as on a full disk) stops it with exit 3 and a message naming the
+    /// batches kept; those verify, and with room again the next writer goes on.
+    @Test func aFullDiskStopsAnImportAfterWholeBatchesAndSaysWhichAreKept() throws {
+        let dir = TemporaryDirectory()
+        let db = dir.file("full.lmdb")
+        let (events, batch) = (40_000, 1_000)
+        try counterEvents(key: "n", count: events).write(toFile: dir.file("n.jsonl"), atomically: true, encoding: .utf8)
+        let full = try runEventlog(["import", dir.file("n.jsonl"), "--batch", "\(batch)", "--db", db], fileSizeLimit: 1 << 20)
+        #expect(full.code == 3)
+        let info = try runEventlog(["info", "--json", "--db", db])
+        let kept = Int(try StateValue(json: info.out)["events"]?.intValue ?? 0)
+        #expect(kept > 0 && kept < events && kept % batch == 0, "\(kept) events kept")
+        #expect(full.err.hasPrefix("Error: cannot write to \(db): "), "\(full.err)")
+        #expect(full.err.hasSuffix("; the \(kept) events committed before it (seq 1…\(kept)) are kept\n"), "\(full.err)")
+        let verify = try runEventlog(["verify", "--json", "--db", db])
+        let report = try StateValue(json: verify.out)
+        #expect(verify.code == 0 && report["ok"] == true, "\(verify.out)\(verify.err)")
+        #expect(try StateValue(json: try runEventlog(["snapshot", "--json", "--db", db]).out) == ["n": .int(Int64(kept - 1))])
+
+        try counterEvents(key: "n", count: events - kept, start: kept).write(toFile: dir.file("rest.jsonl"), atomically: true, encoding: .utf8)
+        let rest = try runEventlog(["import", dir.file("rest.jsonl"), "--db", db])
+        #expect(rest.code == 0, "\(rest.err)")
+        #expect(try StateValue(json: try runEventlog(["snapshot", "--json", "--db", db]).out) == ["n": .int(Int64(events - 1))])
     }
 }
 

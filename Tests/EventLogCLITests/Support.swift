@@ -40,17 +40,26 @@ func builtExecutable() -> URL {
     fatalError("the eventlog executable is not built; run `swift build` first")
 }
 
-/// Runs the built executable as a child process, reading both pipes before waiting.
-func spawnEventlog(_ arguments: [String], environment: [String: String] = [:]) throws -> Process {
+/// The built executable as a child process, ready to run. With `fileSizeLimit` (bytes) it
+/// runs under that limit with `SIGXFSZ` ignored, so that writes past it come up short, as
+/// on a full disk.
+func spawnEventlog(_ arguments: [String], environment: [String: String] = [:], fileSizeLimit: Int? = nil) throws -> Process {
     let process = Process()
-    process.executableURL = builtExecutable()
-    process.arguments = arguments
+    if let fileSizeLimit {
+        // POSIX sh counts `ulimit -f` in blocks of 512 bytes.
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", #"ulimit -f \#(fileSizeLimit / 512) && trap '' XFSZ && exec "$0" "$@""#, builtExecutable().path] + arguments
+    } else {
+        process.executableURL = builtExecutable()
+        process.arguments = arguments
+    }
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     return process
 }
 
-func runEventlog(_ arguments: [String], environment: [String: String] = [:]) throws -> Outcome {
-    let process = try spawnEventlog(arguments, environment: environment)
+/// Runs the built executable to the end, reading both pipes before waiting.
+func runEventlog(_ arguments: [String], environment: [String: String] = [:], fileSizeLimit: Int? = nil) throws -> Outcome {
+    let process = try spawnEventlog(arguments, environment: environment, fileSizeLimit: fileSizeLimit)
     let out = Pipe()
     let err = Pipe()
     process.standardOutput = out

@@ -392,6 +392,9 @@ import Testing
             #expect(LMDBError.keyExists.message.contains("MDB_KEYEXIST"))
         }
         #expect(try environment.read { try $0.count(db) } == 0)
+        #expect(LMDBError.mapFull.description == "\(LMDBError.mapFull.message) (LMDB code \(MDB_MAP_FULL))")
+        // LMDB turns a short write (a full disk) into EIO, so that code says what it may mean.
+        #expect(LMDBError(code: EIO).description == "Input/output error (LMDB code 5: a write failed or came up short; is the disk full?)")
     }
 
     @Test func aCursorAppendsInOrderAndRefusesAKeyThatDoesNotSortLast() throws {

@@ -1,4 +1,9 @@
 import CLMDB
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// An error reported by LMDB: the C result code and the text `mdb_strerror` gives for it.
 ///
@@ -14,7 +19,11 @@ public struct LMDBError: Error, Hashable, CustomStringConvertible {
     /// `mdb_strerror(code)`: LMDB's own text, or the system's for `errno` values.
     public var message: String { String(cString: mdb_strerror(code)) }
 
-    public var description: String { "\(message) (LMDB code \(code))" }
+    public var description: String {
+        // LMDB reports a write that came up short, as on a full disk, as EIO.
+        code == EIO ? "\(message) (LMDB code \(code): a write failed or came up short; is the disk full?)"
+                    : "\(message) (LMDB code \(code))"
+    }
 
     /// `MDB_KEYEXIST`: the key/data pair already exists (or an `MDB_APPEND` key is out of order).
     public static let keyExists = LMDBError(code: MDB_KEYEXIST)

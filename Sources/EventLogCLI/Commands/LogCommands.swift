@@ -194,14 +194,16 @@ enum LogCommands {
         var pending: [(number: Int, event: ImportedEvent)] = []
         var imported: ClosedRange<UInt64>?
         var count = 0
-        func commitPending() throws {
-            let range = try attempt { try store.transact { try append(pending[...], from: source, to: &$0) } }
+        func commitPending() throws(CLIError) {
+            let range = try attempt(writingTo: context.databasePath) {
+                try store.transact { try append(pending[...], from: source, to: &$0) }
+            }
             imported = (imported?.lowerBound ?? range.lowerBound)...range.upperBound
             count += pending.count
             pending.removeAll(keepingCapacity: true)
             context.console.progress("imported \(count) events")
         }
-        do {
+        do throws(CLIError) {
             var number = 0
             while let line = try readLine(&lines, from: source) {
                 number += 1
@@ -218,9 +220,15 @@ enum LogCommands {
             }
             if !pending.isEmpty { try commitPending() }
         } catch {
-            // A database this command created and left empty is removed again.
-            if !existed && imported == nil { try? FileManager.default.removeItem(atPath: context.databasePath) }
-            throw error
+            guard let imported else {
+                // A database this command created and left empty is removed again.
+                if !existed { try? FileManager.default.removeItem(atPath: context.databasePath) }
+                throw error
+            }
+            // Earlier batches are committed: say which, so that the user knows where to resume.
+            var kept = error
+            kept.message += "; the \(count) events committed before it (seq \(imported.lowerBound)…\(imported.upperBound)) are kept"
+            throw kept
         }
         context.console.endProgress()
         if context.json {

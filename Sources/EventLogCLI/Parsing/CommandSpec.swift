@@ -49,17 +49,19 @@ enum ExitCode: Int32, Sendable {
     case ok = 0
     /// A check found a problem (verify found corruption, bisect found nothing bad, …).
     case problem = 1
-    /// The command line or an input was malformed; nothing was changed.
+    /// The command line or an input was malformed; nothing was changed (but the batches an
+    /// `import --batch` committed before the bad line, which its message names).
     case usage = 2
-    /// The database could not be opened.
+    /// The database could not be opened or written.
     case unavailable = 3
 
     static let help = """
         EXIT CODES:
           0  success
           1  a check found a problem
-          2  usage error or bad input (nothing was changed)
-          3  the database could not be opened
+          2  usage error or bad input (nothing was changed; an import --batch keeps
+             the batches before the bad line, and says which)
+          3  the database could not be opened or written
         """
 }
 
