@@ -257,10 +257,6 @@ import Testing
         let dir = TemporaryDirectory()
         let (events, batch) = (20_000, 100)
         try counterEvents(key: "n", count: events).write(toFile: dir.file("n.jsonl"), atomically: true, encoding: .utf8)
-        func committed(_ db: String) throws -> Int {
-            let info = try runEventlog(["info", "--json", "--db", db])
-            return info.code == 0 ? Int(try StateValue(json: info.out)["events"]?.intValue ?? 0) : 0
-        }
         var killedMidway = 0
         for round in 0..<6 {
             let db = dir.file("killed-\(round).lmdb")
@@ -270,26 +266,18 @@ import Testing
             try writer.run()
             // Once the first batch is in, kill after a delay that differs from round to round.
             let deadline = Date().addingTimeInterval(30)
-            while writer.isRunning, try committed(db) == 0, Date() < deadline { usleep(1_000) }
+            while writer.isRunning, try committedEvents(db) == 0, Date() < deadline { usleep(1_000) }
             usleep(UInt32(round) * 4_000)
-            let seen = try committed(db)
+            let seen = try committedEvents(db)
             kill(writer.processIdentifier, SIGKILL)
             writer.waitUntilExit()
 
-            let kept = try committed(db)
+            let kept = try committedEvents(db)
             if kept > 0 && kept < events { killedMidway += 1 }
             #expect(kept >= seen, "round \(round): a reader saw \(seen) events committed, \(kept) are left")
             #expect(kept % batch == 0, "round \(round): \(kept) events is not a whole number of transactions")
-            let verify = try runEventlog(["verify", "--json", "--db", db])
-            let report = try StateValue(json: verify.out)
-            #expect(verify.code == 0 && report["ok"] == true, "round \(round): \(verify.out)\(verify.err)")
-            #expect(try StateValue(json: try runEventlog(["snapshot", "--json", "--db", db]).out) == ["n": .int(Int64(kept - 1))])
-
             // The next writer takes the lock the dead one held and appends the rest.
-            try counterEvents(key: "n", count: events - kept, start: kept).write(toFile: dir.file("rest.jsonl"), atomically: true, encoding: .utf8)
-            let rest = try runEventlog(["import", dir.file("rest.jsonl"), "--db", db])
-            #expect(rest.code == 0, "round \(round): \(rest.err)")
-            #expect(try StateValue(json: try runEventlog(["snapshot", "--json", "--db", db]).out) == ["n": .int(Int64(events - 1))])
+            try expectIntactAndResumable(db, keeping: kept, of: events, in: dir, "round \(round)")
         }
         #expect(killedMidway > 0, "every kill landed before the first or after the last commit")
     }
@@ -304,20 +292,32 @@ import Testing
         try counterEvents(key: "n", count: events).write(toFile: dir.file("n.jsonl"), atomically: true, encoding: .utf8)
         let full = try runEventlog(["import", dir.file("n.jsonl"), "--batch", "\(batch)", "--db", db], fileSizeLimit: 1 << 20)
         #expect(full.code == 3)
-        let info = try runEventlog(["info", "--json", "--db", db])
-        let kept = Int(try StateValue(json: info.out)["events"]?.intValue ?? 0)
+        let kept = try committedEvents(db)
         #expect(kept > 0 && kept < events && kept % batch == 0, "\(kept) events kept")
         #expect(full.err.hasPrefix("Error: cannot write to \(db): "), "\(full.err)")
         #expect(full.err.hasSuffix("; the \(kept) events committed before it (seq 1…\(kept)) are kept\n"), "\(full.err)")
+        try expectIntactAndResumable(db, keeping: kept, of: events, in: dir, "after the full disk")
+    }
+
+    /// The events committed in `db` (0 when it cannot be opened).
+    private func committedEvents(_ db: String) throws -> Int {
+        let info = try runEventlog(["info", "--json", "--db", db])
+        return info.code == 0 ? Int(try StateValue(json: info.out)["events"]?.intValue ?? 0) : 0
+    }
+
+    /// Expects that a database an import of `events` counter events left with the first `kept`
+    /// verifies and holds their state, and that the next writer appends the rest.
+    private func expectIntactAndResumable(_ db: String, keeping kept: Int, of events: Int, in dir: TemporaryDirectory,
+                                          _ context: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        func counter() throws -> StateValue { try StateValue(json: try runEventlog(["snapshot", "--json", "--db", db]).out) }
         let verify = try runEventlog(["verify", "--json", "--db", db])
         let report = try StateValue(json: verify.out)
-        #expect(verify.code == 0 && report["ok"] == true, "\(verify.out)\(verify.err)")
-        #expect(try StateValue(json: try runEventlog(["snapshot", "--json", "--db", db]).out) == ["n": .int(Int64(kept - 1))])
-
+        #expect(verify.code == 0 && report["ok"] == true, "\(context): \(verify.out)\(verify.err)", sourceLocation: sourceLocation)
+        #expect(try counter() == ["n": .int(Int64(kept - 1))], "\(context)", sourceLocation: sourceLocation)
         try counterEvents(key: "n", count: events - kept, start: kept).write(toFile: dir.file("rest.jsonl"), atomically: true, encoding: .utf8)
         let rest = try runEventlog(["import", dir.file("rest.jsonl"), "--db", db])
-        #expect(rest.code == 0, "\(rest.err)")
-        #expect(try StateValue(json: try runEventlog(["snapshot", "--json", "--db", db]).out) == ["n": .int(Int64(events - 1))])
+        #expect(rest.code == 0, "\(context): \(rest.err)", sourceLocation: sourceLocation)
+        #expect(try counter() == ["n": .int(Int64(events - 1))], "\(context)", sourceLocation: sourceLocation)
     }
 }
 
