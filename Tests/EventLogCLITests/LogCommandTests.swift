@@ -299,6 +299,47 @@ import Testing
         try expectIntactAndResumable(db, keeping: kept, of: events, in: dir, "after the full disk")
     }
 
+    /// A reader killed inside its read transaction leaves its slot in LMDB's reader table, and
+    /// while another process keeps the database open (this one, here) LMDB keeps every page
+    /// that reader could see: the file stops reusing free pages. The next process to open the
+    /// database clears the slot.
+    @Test func aReaderKilledMidReadIsClearedByTheNextProcessToOpen() throws {
+        let dir = TemporaryDirectory()
+        let db = dir.file("readers.lmdb")
+        try counterEvents(key: "n", count: 20_000).write(toFile: dir.file("n.jsonl"), atomically: true, encoding: .utf8)
+        #expect(try runEventlog(["import", dir.file("n.jsonl"), "--db", db]).code == 0)
+        let store = try EventStore(path: db)
+        // Nobody reads the pipe, so the export blocks inside its read transaction.
+        let reader = try spawnEventlog(["export", "--db", db])
+        let unread = Pipe()
+        reader.standardOutput = unread
+        try reader.run()
+        let deadline = Date().addingTimeInterval(30)
+        while try !readerProcesses(db).contains(reader.processIdentifier), Date() < deadline { usleep(10_000) }
+        kill(reader.processIdentifier, SIGKILL)
+        reader.waitUntilExit()
+        #expect(try readerProcesses(db).contains(reader.processIdentifier), "the dead reader's slot is not left behind")
+
+        #expect(try runEventlog(["info", "--db", db]).code == 0)
+        #expect(try !readerProcesses(db).contains(reader.processIdentifier))
+        #expect(try store.lastSeq() == 20_000)
+    }
+
+    /// The process ids in `db`'s reader table, as `mdb_stat -r` lists them (without clearing any).
+    private func readerProcesses(_ db: String) throws -> Set<Int32> {
+        let tool = ["/usr/bin/mdb_stat", "/usr/local/bin/mdb_stat"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try #require(tool, "mdb_stat from Debian's lmdb-utils is not installed"))
+        process.arguments = ["-r", db]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        // "    pid     thread     txnid", then one line per slot: pid, thread (hex), txnid.
+        return Set(output.split(separator: "\n").compactMap { $0.split(separator: " ").first.flatMap { Int32($0) } })
+    }
+
     /// The events committed in `db` (0 when it cannot be opened).
     private func committedEvents(_ db: String) throws -> Int {
         let info = try runEventlog(["info", "--json", "--db", db])

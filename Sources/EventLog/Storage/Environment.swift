@@ -14,6 +14,8 @@ import Darwin
 /// - A write transaction that hits `MDB_MAP_FULL` is aborted, the map is doubled, and the
 ///   closure runs again from the start, so write closures must be re-runnable.
 /// - A map grown by another process (`MDB_MAP_RESIZED`) is adopted transparently.
+/// - Reader slots left by dead processes are cleared on opening and before growing the map,
+///   so that a reader killed mid-read does not stop the file from reusing its free pages.
 /// - Safe to share between threads (`MDB_NOTLS`); LMDB serialises writers across threads and
 ///   processes, and readers never block writers.
 ///
@@ -75,6 +77,16 @@ public final class Environment: @unchecked Sendable {
         self.isReadOnly = options.readOnly
         self.resizeLock = .allocate(capacity: 1)
         pthread_rwlock_init(resizeLock, nil)
+        clearStaleReaders()
+    }
+
+    /// Clears the reader slots of processes that died inside a read transaction. LMDB keeps
+    /// every page such a reader could see for as long as its slot stands, which (while any
+    /// other process keeps the environment open) stops the file from reusing free pages.
+    /// Best effort: a failure here leaves the slots for the next opener.
+    private func clearStaleReaders() {
+        var cleared: Int32 = 0
+        _ = mdb_reader_check(handle, &cleared)
     }
 
     /// LMDB forbids opening one environment twice in a process (closing either would drop the
@@ -180,6 +192,7 @@ public final class Environment: @unchecked Sendable {
         defer { pthread_rwlock_unlock(resizeLock) }
         // Another thread may have grown it already while we waited for the lock.
         if mapSize > size { return }
+        clearStaleReaders()
         try check(mdb_env_set_mapsize(handle, size * 2))
     }
 }
