@@ -33,13 +33,13 @@ enum MessengerCommands {
         let plan: Plan<MessengerEffect>
         do { plan = try MessengerRouter.plan(for: url) } catch { throw CLIError.badInput("\(error)") }
         let engine = try attempt { try EffectEngine(store: try context.openStore(writable: true), model: model) }
-        var run = try attempt { try engine.run(plan, origin: origin) }
+        var run = try attempt(writingTo: context.databasePath) { try engine.run(plan, origin: origin) }
         var records = run.records
         while case .waiting(let condition, let deadline) = run.status {
             context.console.progress("waiting until \(condition)")
             let remaining = deadline.microsecondsSince1970 - Timestamp.now().microsecondsSince1970
             usleep(UInt32(max(1_000, min(remaining, 50_000))))
-            guard let resumed = try attempt({ try engine.resume() }) else { break }
+            guard let resumed = try attempt(writingTo: context.databasePath, { try engine.resume() }) else { break }
             run = resumed
             records += run.records
         }
@@ -109,7 +109,7 @@ enum MessengerCommands {
             }
         }
         let model = MessengerModel(regression: try parseRegression(arguments))
-        let captures = try attempt {
+        let captures = try attempt(writingTo: context.databasePath) {
             let engine = try EffectEngine(store: try context.openStore(writable: true), model: model)
             return try engine.runCapture(script, plan: { try MessengerRouter.plan(for: $0) }, sleep: { usleep(UInt32(clamping: $0)) })
         }
@@ -157,7 +157,7 @@ enum MessengerCommands {
         }
         // Simulated time from a fixed start, so that the same seed records the same bytes.
         let clock = ManualClock(start: MessengerCommands.demoStart, stepMicroseconds: 12_000)
-        let summary = try attempt {
+        let summary = try attempt(writingTo: context.databasePath) {
             let store = try context.openStore(writable: true, clock: clock.clock)
             let first = try store.lastSeq() + 1
             let engine = try EffectEngine(store: store, model: MessengerModel(regression: regression))

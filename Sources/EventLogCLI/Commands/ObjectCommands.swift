@@ -61,7 +61,7 @@ enum ObjectCommands {
                 return version
             }
             let store = try objectStore(context, writable: true)
-            let saved = try perform { try store.save(fields, in: collection, expectedVersion: expected) }
+            let saved = try perform(writingTo: context.databasePath) { try store.save(fields, in: collection, expectedVersion: expected) }
             context.console.line(StateValue.object(saved).json(pretty: !context.json))
         case "get":
             let id = try needsArgument("an id")
@@ -86,12 +86,12 @@ enum ObjectCommands {
         case "delete":
             let id = try needsArgument("an id")
             let store = try objectStore(context, writable: true)
-            try perform { try store.delete(collection, id: id) }
+            try perform(writingTo: context.databasePath) { try store.delete(collection, id: id) }
             context.console.line(context.json ? StateValue.object(["deleted": 1]).json() : "deleted \(collection) \(id)")
         case "delete-all":
             try noArgument()
             let store = try objectStore(context, writable: true)
-            let count = try perform { try store.deleteAll(collection) }
+            let count = try perform(writingTo: context.databasePath) { try store.deleteAll(collection) }
             context.console.line(context.json ? StateValue.object(["deleted": .int(Int64(count))]).json() : "deleted \(count) \(collection) object\(count == 1 ? "" : "s")")
         default:
             throw CLIError.usage("unknown action '\(action)'; the actions are save, get, list, delete, delete-all")
@@ -105,8 +105,8 @@ enum ObjectCommands {
     }
 
     /// Runs an object-store call; its refusals are bad input (exit 2).
-    static func perform<R>(_ body: () throws -> R) throws(CLIError) -> R {
-        try attempt {
+    static func perform<R>(writingTo database: String? = nil, _ body: () throws -> R) throws(CLIError) -> R {
+        try attempt(writingTo: database) {
             do { return try body() } catch let error as ObjectStoreError { throw CLIError.badInput("\(error)") }
         }
     }
