@@ -46,7 +46,7 @@ func attempt<R>(writingTo database: String? = nil, _ body: () throws -> R) throw
         throw error
     } catch let error as EventStoreError {
         switch error {
-        case .noSuchEvent, .staleWrite, .invalidWrite, .readOnly: throw CLIError.badInput("\(error)")
+        case .noSuchEvent, .staleWrite, .invalidWrite, .limitExceeded, .readOnly: throw CLIError.badInput("\(error)")
         case .corruptRecord, .corruptKeyframe: throw CLIError.problem("\(error)")
         case .notFound, .notAnEventLog, .newerFormat, .storage: throw unavailable(error)
         }

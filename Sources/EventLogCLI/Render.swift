@@ -86,4 +86,25 @@ enum Render {
         }
         return unit == 0 ? "\(count) bytes" : "\((size * 10).rounded() / 10) \(units[unit]) (\(count) bytes)"
     }
+
+    /// Bytes, short: `12.3 MiB`.
+    static func shortBytes(_ count: Int) -> String {
+        bytes(count).split(separator: " (").first.map(String.init) ?? "\(count) bytes"
+    }
+
+    /// Seconds for people: `45s`, `3m05s`, `2h10m`.
+    static func duration(_ seconds: Double) -> String {
+        let total = Int(seconds.rounded())
+        if total < 60 { return "\(total)s" }
+        if total < 3600 { return "\(total / 60)m" + String(format: "%02ds", total % 60) }
+        return "\(total / 3600)h" + String(format: "%02dm", total % 3600 / 60)
+    }
+
+    /// A word as a POSIX shell reads it back: bare when it is safe, else in single quotes.
+    static func shellQuoted(_ word: String) -> String {
+        let safe = !word.isEmpty && word.unicodeScalars.allSatisfy {
+            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "-_./=:@%+,".unicodeScalars.contains($0)
+        }
+        return safe ? word : "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
 }

@@ -45,7 +45,13 @@ enum ObjectCoding {
     }
 
     static func parse(_ text: String, key: String?, formats: [String: String]) -> Date? {
-        if let key, let format = formats[key] { return formatter(format).date(from: text) }
+        if let key, let format = formats[key] {
+            // Strict: a date that does not print back as the same text (February 30th, hour
+            // 25) is refused, never moved to a neighbouring valid one.
+            let formatter = formatter(format)
+            guard let parsed = formatter.date(from: text), formatter.string(from: parsed) == text else { return nil }
+            return parsed
+        }
         return Timestamp(rfc3339: text).map(date)
     }
 
@@ -65,6 +71,7 @@ enum ObjectCoding {
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = format
+        formatter.isLenient = false
         return formatter
     }
 }

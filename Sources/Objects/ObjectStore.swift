@@ -8,21 +8,80 @@ import Foundation
 /// set holds only the fields that changed. The current objects are also an inline read model,
 /// a named database of the same environment updated in the same write transaction as the
 /// event, so `fetch` is one B-tree lookup whatever the length of the log, and the read model
-/// can never disagree with the log it was written with (`verifyReadModel` checks it).
+/// can never disagree with the log it was written with (`verifyReadModel` checks it). Each
+/// entry carries a CRC-32C, so a damaged one is reported, never read as an object.
 public final class ObjectStore: @unchecked Sendable {
     public let store: EventStore
-    /// The read model; `nil` on a read-only store that never held objects.
+    /// The read model; `nil` on a read-only store without one, whose reads then come from the
+    /// log's newest state.
     private let readModel: Database?
+
+    /// The read model's database, and the one of the format before checksums, which a
+    /// writable store replaces on opening.
+    static let readModelName = "objectsReadModel"
+    static let legacyReadModelName = "objects"
 
     /// The stream of object events.
     public static let stream = "objects"
     /// The fields the store manages in every object.
     public static let managedFields = ["id", "version", "createdAt", "updatedAt"]
 
-    /// Attaches to `store`, creating the read model unless the store is read-only.
+    /// Attaches to `store`, creating the read model from the log's state unless the store is
+    /// read-only or has one already.
     public init(store: EventStore) throws {
         self.store = store
-        readModel = try store.openDatabase(named: "objects", create: true)
+        if let existing = try store.openDatabase(named: Self.readModelName, create: false) {
+            readModel = existing
+        } else if store.isReadOnly {
+            readModel = nil
+        } else {
+            let created = try store.openDatabase(named: Self.readModelName, create: true)!
+            readModel = created
+            try rebuildReadModel()
+        }
+    }
+
+    /// Rebuilds the read model from the log's newest state in one transaction (and removes a
+    /// read model of an older format) and returns how many objects it holds.
+    @discardableResult
+    public func rebuildReadModel() throws -> Int {
+        let readModel = try writableReadModel()
+        return try store.transact { batch in
+            try batch.removeDatabase(named: Self.legacyReadModelName)
+            try batch.empty(readModel)
+            var count = 0
+            for (collection, objects) in batch.state["objects"]?.objectValue ?? StateObject() {
+                for (id, object) in objects.objectValue ?? StateObject() {
+                    try Self.put(object, collection, id, into: readModel, &batch)
+                    count += 1
+                }
+            }
+            return count
+        }
+    }
+
+    /// Brings the read model in line with `batch.state` after an event that did not come
+    /// through this store (an imported one) applied `writes`: the objects they touch are
+    /// stored again or removed, a whole collection when a write replaced it.
+    public func updateReadModel(after writes: [Write], in batch: inout AppendBatch) throws {
+        let readModel = try writableReadModel()
+        for write in writes {
+            guard case .key("objects")? = write.path.components.first else { continue }
+            let components = write.path.components
+            guard components.count >= 3, case .key(let collection) = components[1], case .key(let id) = components[2] else {
+                // A write to `objects` or to a whole collection: bring every object in line.
+                try batch.empty(readModel)
+                for (collection, objects) in batch.state["objects"]?.objectValue ?? StateObject() {
+                    for (id, object) in objects.objectValue ?? StateObject() { try Self.put(object, collection, id, into: readModel, &batch) }
+                }
+                continue
+            }
+            if let object = batch.state[Self.path(collection, id)] {
+                try Self.put(object, collection, id, into: readModel, &batch)
+            } else {
+                try Self.withKey(collection, id) { _ = try batch.delete(readModel, key: $0) }
+            }
+        }
     }
 
     // MARK: Objects as state values
@@ -49,7 +108,7 @@ public final class ObjectStore: @unchecked Sendable {
         if let given = fields["id"], given != .null, id == nil {
             throw ObjectStoreError.invalidObject("\"id\" must be a string, not \(given.kindName)")
         }
-        if id == nil { id = Self.generatedID(batch.lastSeq + 1) }
+        if id == nil { id = Self.unusedID(batch.lastSeq + 1, in: collection, state: batch.state) }
         let objectID = id!
         try Self.validate(id: objectID)
         let path = Self.path(collection, objectID)
@@ -76,26 +135,30 @@ public final class ObjectStore: @unchecked Sendable {
         try batch.append(Event(stream: Self.stream, type: existing == nil ? "create" : "update", origin: origin, cause: cause,
                                payload: ["collection": .string(collection), "id": .string(objectID), "version": .int(version + 1)],
                                writes: writes))
-        try Self.withKey(collection, objectID) { key in
-            try StateValue.object(stored).encoded.withUnsafeBytes { try batch.put(readModel, key: key, value: $0) }
-        }
+        try Self.put(.object(stored), collection, objectID, into: readModel, &batch)
         return stored
     }
 
     /// The object of `collection` with `id`, or `nil`: one lookup in the read model.
     public func fetch(_ collection: String, id: String) throws -> StateObject? {
-        guard let readModel else { return nil }
+        guard let readModel else { return try store.currentState[Self.path(collection, id)]?.objectValue }
         return try store.read { txn in
             try Self.withKey(collection, id) { key in
                 guard let bytes = try txn.get(readModel, key: key) else { return nil }
-                return try Self.decodeStored(bytes, collection: collection, id: id)
+                return try Self.decodeStored(bytes, key: key, collection: collection, id: id)
             }
         }
     }
 
     /// Up to `limit` objects of `collection` in id order, starting after id `after`.
     public func fetchAll(_ collection: String, after: String? = nil, limit: Int = 100) throws -> (objects: [StateObject], next: String?) {
-        guard let readModel, limit > 0 else { return ([], nil) }
+        guard limit > 0 else { return ([], nil) }
+        guard let readModel else {
+            let objects = try store.currentState[StatePath([.key("objects"), .key(collection)])]?.objectValue ?? StateObject()
+            let ids = objects.keys.filter { after == nil || Self.keyOrder($0, after!) }.sorted(by: Self.keyOrder)
+            let page = ids.prefix(limit).compactMap { objects[$0]?.objectValue }
+            return (page, ids.count > limit ? ids[limit - 1] : nil)
+        }
         return try store.read { txn in
             try txn.withCursor(readModel) { cursor in
                 var objects: [StateObject] = []
@@ -103,7 +166,7 @@ public final class ObjectStore: @unchecked Sendable {
                 if let after, let first = entry, Self.id(of: first.key, in: collection) == after { entry = try cursor.next() }
                 while let current = entry, let id = Self.id(of: current.key, in: collection) {
                     if objects.count == limit { return (objects, objects.last?["id"]?.stringValue) }
-                    objects.append(try Self.decodeStored(current.value, collection: collection, id: id))
+                    objects.append(try Self.decodeStored(current.value, key: current.key, collection: collection, id: id))
                     entry = try cursor.next()
                 }
                 return (objects, nil)
@@ -153,6 +216,7 @@ public final class ObjectStore: @unchecked Sendable {
     public func verifyReadModel(against state: StateValue? = nil) throws -> String? {
         let expected = try (state ?? store.currentState)["objects"]?.objectValue ?? StateObject()
         var found = StateObject()
+        var damaged: String?
         if let readModel {
             try store.read { txn in
                 try txn.withCursor(readModel) { cursor in
@@ -170,13 +234,19 @@ public final class ObjectStore: @unchecked Sendable {
                             objects = StateObject()
                         }
                         let id = String(decoding: parts[1], as: UTF8.self)
-                        objects[id] = .object(try Self.decodeStored(current.value, collection: name, id: id))
+                        do {
+                            objects[id] = .object(try Self.decodeStored(current.value, key: current.key, collection: name, id: id))
+                        } catch {
+                            damaged = "the read model's \(name) \"\(id)\" is damaged: \(error); run 'eventlog rebuild'"
+                            return
+                        }
                         entry = try cursor.next()
                     }
                     if let collection { found[collection] = .object(objects) }
                 }
             }
         }
+        if let damaged { return damaged }
         guard let difference = StateValue.object(expected).diff(to: .object(found)).first else { return nil }
         let place = "objects." + difference.path.description
         switch (difference.old, difference.new) {
@@ -239,10 +309,14 @@ public final class ObjectStore: @unchecked Sendable {
     }
 
     /// Ids the store makes: the seq of the creating event in base 36, eight digits wide, so
-    /// that they sort in creation order.
-    static func generatedID(_ seq: UInt64) -> String {
+    /// that they sort in creation order; when a caller already chose that id for another
+    /// object, `-2`, `-3`, … is added, so that a save without an id always creates.
+    static func unusedID(_ seq: UInt64, in collection: String, state: StateValue) -> String {
         let digits = String(seq, radix: 36)
-        return String(repeating: "0", count: max(0, 8 - digits.count)) + digits
+        let id = String(repeating: "0", count: max(0, 8 - digits.count)) + digits
+        let objects = state[StatePath([.key("objects"), .key(collection)])]?.objectValue
+        guard let objects, objects[id] != nil else { return id }
+        return (2...).lazy.map { "\(id)-\($0)" }.first { objects[$0] == nil }!
     }
 
     /// Read-model keys: the collection's UTF-8, a zero byte, the id's UTF-8.
@@ -258,8 +332,23 @@ public final class ObjectStore: @unchecked Sendable {
         return String(decoding: key.dropFirst(prefix.count), as: UTF8.self)
     }
 
-    static func decodeStored(_ bytes: UnsafeRawBufferPointer, collection: String, id: String) throws -> StateObject {
-        guard case .object(let fields) = try StateValue(encoded: bytes) else {
+    /// Stores `object` as the read model's entry for `collection` and `id`.
+    private static func put(_ object: StateValue, _ collection: String, _ id: String, into readModel: Database,
+                            _ batch: inout AppendBatch) throws {
+        try withKey(collection, id) { key in
+            try object.checkedEncoding(key: key).withUnsafeBytes { try batch.put(readModel, key: key, value: $0) }
+        }
+    }
+
+    /// Read-model order: ids compare by their UTF-8 bytes, as LMDB orders keys.
+    private static func keyOrder(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
+
+    static func decodeStored(_ bytes: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, collection: String, id: String) throws -> StateObject {
+        let value: StateValue
+        do { value = try StateValue(checkedEncoding: bytes, key: key) } catch {
+            throw ObjectStoreError.invalidObject("the read model's \(collection) \"\(id)\" is damaged (\(error)); run 'eventlog rebuild'")
+        }
+        guard case .object(let fields) = value else {
             throw ObjectStoreError.invalidObject("the read model's \(collection) \"\(id)\" is not an object")
         }
         return fields

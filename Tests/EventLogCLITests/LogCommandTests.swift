@@ -102,7 +102,8 @@ import Testing
         let input = counterEvents(key: "counter", count: 25) + "{\"stream\":\n" + counterEvents(key: "counter", count: 5, start: 25)
         let result = eventlog(["import", "-", "--batch", "10", "--db", db], stdin: input)
         #expect(result.code == 2)
-        #expect(result.err == "Error: - line 26, column 11: unexpected end of input; the 20 events committed before it (seq 1…20) are kept\n")
+        #expect(result.err == "Error: - line 26, column 11: unexpected end of input; the 20 events committed before it (seq 1…20) are kept"
+            + "; after fixing the input, continue with: eventlog import - --resume --batch 10 --db \(db)\n")
         #expect(eventlog(["info", "--json", "--db", db]).out.contains("\"lastSeq\":20"))
     }
 
@@ -159,14 +160,14 @@ import Testing
 
 @Suite struct ParsingTests {
     @Test(arguments: [
-        (["frob"], "Error: unknown command 'frob'; the commands are: info, log, show, snapshot, diff, verify, export, import, open, routes, capture, demo, objects, replay, bisect\nUsage: eventlog <command> [arguments] [--db PATH] [--json]\n"),
+        (["frob"], "Error: unknown command 'frob'; the commands are: info, log, show, snapshot, diff, verify, export, import, rebuild, open, routes, capture, demo, objects, replay, bisect\nUsage: eventlog <command> [arguments] [--db PATH] [--json]\n"),
         (["log", "--bogus"], "Error: unknown option '--bogus' for 'log'\nUsage: eventlog log [--from N] [--to N] [--db PATH] [--json]\n"),
         (["log", "--from"], "Error: --from needs a value (N)\nUsage: eventlog log [--from N] [--to N] [--db PATH] [--json]\n"),
         (["show"], "Error: missing N\nUsage: eventlog show N [--db PATH] [--json]\n"),
         (["show", "1", "2"], "Error: unexpected argument '2'\nUsage: eventlog show N [--db PATH] [--json]\n"),
         (["show", "-3"], "Error: N must be a whole number (0 or more), not \"-3\"\nUsage: eventlog show N [--db PATH] [--json]\n"),
         (["verify", "--json=yes"], "Error: --json takes no value\nUsage: eventlog verify [--db PATH] [--json]\n"),
-        (["import", "-", "--batch", "0"], "Error: --batch must be a positive whole number, not \"0\"\nUsage: eventlog import FILE [--batch N] [--db PATH] [--json]\n"),
+        (["import", "-", "--batch", "0"], "Error: --batch must be a positive whole number, not \"0\"\nUsage: eventlog import FILE [--batch N] [--resume] [--db PATH] [--json]\n"),
     ])
     func usageErrorsExitTwoWithTheUsageLine(_ arguments: [String], _ message: String) {
         let result = eventlog(arguments)
@@ -295,7 +296,8 @@ import Testing
         let kept = try committedEvents(db)
         #expect(kept > 0 && kept < events && kept % batch == 0, "\(kept) events kept")
         #expect(full.err.hasPrefix("Error: cannot write to \(db): "), "\(full.err)")
-        #expect(full.err.hasSuffix("; the \(kept) events committed before it (seq 1…\(kept)) are kept\n"), "\(full.err)")
+        #expect(full.err.hasSuffix("; the \(kept) events committed before it (seq 1…\(kept)) are kept; after fixing the input, continue with: "
+            + "eventlog import \(dir.file("n.jsonl")) --resume --batch \(batch) --db \(db)\n"), "\(full.err)")
         try expectIntactAndResumable(db, keeping: kept, of: events, in: dir, "after the full disk")
     }
 

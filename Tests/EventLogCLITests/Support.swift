@@ -57,14 +57,27 @@ func spawnEventlog(_ arguments: [String], environment: [String: String] = [:], f
     return process
 }
 
-/// Runs the built executable to the end, reading both pipes before waiting.
-func runEventlog(_ arguments: [String], environment: [String: String] = [:], fileSizeLimit: Int? = nil) throws -> Outcome {
+/// Runs the built executable to the end with `stdin` as its input (none when `nil`), reading
+/// both pipes before waiting.
+func runEventlog(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:],
+                 fileSizeLimit: Int? = nil) throws -> Outcome {
     let process = try spawnEventlog(arguments, environment: environment, fileSizeLimit: fileSizeLimit)
     let out = Pipe()
     let err = Pipe()
+    let input = Pipe()
     process.standardOutput = out
     process.standardError = err
+    process.standardInput = stdin == nil ? FileHandle.nullDevice : input
     try process.run()
+    if let stdin {
+        // A child that exits before reading all must end the write, not this process.
+        signal(SIGPIPE, SIG_IGN)
+        // From another thread: a child that stops reading must not block this one.
+        DispatchQueue.global().async {
+            try? input.fileHandleForWriting.write(contentsOf: Data(stdin.utf8))
+            try? input.fileHandleForWriting.close()
+        }
+    }
     // Read both pipes before waiting: a child that fills a pipe would otherwise never exit.
     let group = DispatchGroup()
     let errData = LockedData()

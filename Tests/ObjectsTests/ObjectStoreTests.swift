@@ -195,10 +195,10 @@ final class ObjectsHarness {
         }
         #expect(try harness.objects.verifyReadModel(against: rebuilt) == nil)
         // A read model that drifted from the log is caught.
-        let db = try #require(try harness.store.openDatabase(named: "objects", create: false))
+        let db = try #require(try harness.store.openDatabase(named: ObjectStore.readModelName, create: false))
         try harness.store.transact { batch in
             try ObjectStore.withKey("BlogPost", "00000002") { key in
-                try StateValue.object(["id": "00000002"]).encoded.withUnsafeBytes { try batch.put(db, key: key, value: $0) }
+                try StateValue.object(["id": "00000002"]).checkedEncoding(key: key).withUnsafeBytes { try batch.put(db, key: key, value: $0) }
             }
         }
         #expect(try harness.objects.verifyReadModel(against: rebuilt)?.hasPrefix("objects.BlogPost.00000002") == true)

@@ -7,6 +7,11 @@ struct BinaryWriter: ~Copyable {
     private var base: UnsafeMutableRawPointer
     private var capacity: Int
     private(set) var count = 0
+    /// The deepest nesting of the values written since it was last reset to 0: 0 for a
+    /// scalar or an empty container, one more per level of non-empty containers.
+    var deepest = 0
+    /// Whether a value written since it was last reset held an infinity or a NaN.
+    var sawNonFiniteNumber = false
 
     init(capacity: Int = 256) {
         self.capacity = max(capacity, 16)

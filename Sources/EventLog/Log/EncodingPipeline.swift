@@ -29,12 +29,12 @@ final class EncodingPipeline: @unchecked Sendable {
     /// Read once: Foundation reads the process's CPU set and quota from files for every call.
     private static let hasSecondCore = ProcessInfo.processInfo.activeProcessorCount > 1
 
-    /// One chunk's records: their bytes back to back, where each ends, and their state deltas.
+    /// One chunk's records: their bytes back to back, where each ends, and what encoding found.
     /// (The semaphores below make every access exclusive, so Swift's run-time checks are off.)
     private final class Chunk {
         @exclusivity(unchecked) var writer = BinaryWriter(capacity: 64 << 10)
         @exclusivity(unchecked) var ends: [Int] = []
-        @exclusivity(unchecked) var stateDeltas: [Int] = []
+        @exclusivity(unchecked) var encodings: [RecordCodec.Encoded] = []
     }
 
     private let events: [Event]
@@ -58,10 +58,10 @@ final class EncodingPipeline: @unchecked Sendable {
     }
 
     /// Calls `body` on the calling thread with each event's index, stored record (seq
-    /// `firstSeq + index`, time from `clock`) and state delta, in order, while a second thread
+    /// `firstSeq + index`, time from `clock`) and what encoding found, in order, while a second thread
     /// encodes the records ahead. When `body` throws, the worker is stopped before this returns.
     static func encode(_ events: [Event], firstSeq: UInt64, clock: Clock,
-                       _ body: (Int, UnsafeRawBufferPointer, Int) throws -> Void) throws {
+                       _ body: (Int, UnsafeRawBufferPointer, RecordCodec.Encoded) throws -> Void) throws {
         let pipeline = EncodingPipeline(events: events, firstSeq: firstSeq, clock: clock)
         // A thread of its own rather than a pool's: the caller blocks on the worker, which must
         // never wait for a pool thread that the caller (or its own callers) might be holding.
@@ -88,20 +88,20 @@ final class EncodingPipeline: @unchecked Sendable {
             let chunk = chunks[number % Self.depth]
             chunk.writer.reset()
             chunk.ends.removeAll(keepingCapacity: true)
-            chunk.stateDeltas.removeAll(keepingCapacity: true)
+            chunk.encodings.removeAll(keepingCapacity: true)
             let range = range(ofChunk: number)
             events.withUnsafeBufferPointer { events in
                 for index in range {
                     let encoded = RecordCodec.encode(events[index], seq: firstSeq + UInt64(index), time: clock.now(), into: &chunk.writer)
                     chunk.ends.append(chunk.writer.count)
-                    chunk.stateDeltas.append(encoded.stateDelta)
+                    chunk.encodings.append(encoded)
                 }
             }
             filled.signal()
         }
     }
 
-    private func consume(_ body: (Int, UnsafeRawBufferPointer, Int) throws -> Void) throws {
+    private func consume(_ body: (Int, UnsafeRawBufferPointer, RecordCodec.Encoded) throws -> Void) throws {
         for number in 0..<chunkCount {
             filled.wait()
             let chunk = chunks[number % Self.depth]
@@ -109,7 +109,7 @@ final class EncodingPipeline: @unchecked Sendable {
             try chunk.writer.withUnsafeBytes { bytes in
                 var start = 0
                 for (offset, end) in chunk.ends.enumerated() {
-                    try body(first + offset, UnsafeRawBufferPointer(rebasing: bytes[start..<end]), chunk.stateDeltas[offset])
+                    try body(first + offset, UnsafeRawBufferPointer(rebasing: bytes[start..<end]), chunk.encodings[offset])
                     start = end
                 }
             }

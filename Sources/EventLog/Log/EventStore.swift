@@ -160,6 +160,13 @@ public final class EventStore: @unchecked Sendable {
         return result
     }
 
+    /// Makes room for at least `bytes` more in the database before a `transact` whose body
+    /// cannot run again (one that streams its input, which a map growth would have to re-read).
+    public func reserveCapacity(_ bytes: Int) throws {
+        guard !isReadOnly else { throw EventStoreError.readOnly }
+        try environment.reserve(bytes)
+    }
+
     /// Opens a named database of the same environment, for read models kept beside the log
     /// and updated in the same transactions (`AppendBatch.put`). With `create` (not on a
     /// read-only store) it is created when missing; otherwise `nil` when missing.
@@ -398,15 +405,17 @@ public struct AppendBatch: ~Copyable {
         self.tip = tip
     }
 
-    /// Appends `event` after checking that every write's old value matches the state, and
-    /// returns it as stored. `time` defaults to the store's clock.
+    /// Appends `event` after checking that it keeps to `StateLimits` and that every write's
+    /// old value matches the state, and returns it as stored. `time` defaults to the store's clock.
     @discardableResult
     public mutating func append(_ event: consuming Event, time: Timestamp? = nil) throws -> EventRecord {
-        try apply(event.writes)
         let seq = tip.seq + 1
         let time = time ?? store.clock.now()
+        guard time.isRFC3339 else { throw EventStoreError.limitExceeded("time \(time.microsecondsSince1970) µs since 1970 is outside years 0000 to 9999") }
         writer.reset()
         let encoded = RecordCodec.encode(event, seq: seq, time: time, into: &writer)
+        if let error = encoded.limitExceeded(recordBytes: writer.count) { throw error }
+        try apply(event.writes)
         try writer.withUnsafeBytes { try put($0, seq: seq) }
         try advance(recordBytes: writer.count, stateDelta: encoded.stateDelta)
         return EventRecord(seq: seq, time: time, event: event, checksum: encoded.checksum)
@@ -421,10 +430,11 @@ public struct AppendBatch: ~Copyable {
             for event in events { try append(event) }
             return
         }
-        try EncodingPipeline.encode(events, firstSeq: tip.seq + 1, clock: store.clock) { index, record, stateDelta in
+        try EncodingPipeline.encode(events, firstSeq: tip.seq + 1, clock: store.clock) { index, record, encoded in
+            if let error = encoded.limitExceeded(recordBytes: record.count) { throw error }
             try apply(events[index].writes)
             try put(record, seq: tip.seq + 1)
-            try advance(recordBytes: record.count, stateDelta: stateDelta)
+            try advance(recordBytes: record.count, stateDelta: encoded.stateDelta)
         }
     }
 
@@ -488,6 +498,19 @@ public struct AppendBatch: ~Copyable {
     @discardableResult
     public func delete(_ db: Database, key: UnsafeRawBufferPointer) throws -> Bool {
         try Transaction(handle: transaction).delete(db, key: key)
+    }
+
+    /// Removes every entry of a read model kept beside the log, in this transaction.
+    public func empty(_ db: Database) throws {
+        try Transaction(handle: transaction).empty(db)
+    }
+
+    /// Deletes a read model kept beside the log, when it exists; its handles become invalid.
+    public func removeDatabase(named name: String) throws {
+        precondition(!["events", "keyframes", "meta"].contains(name), "\(name) is one of the log's own databases")
+        let txn = Transaction(handle: transaction)
+        guard let db = try txn.openDatabase(named: name) else { return }
+        try txn.empty(db, deletingDatabase: true)
     }
 
     /// Lends a cursor over a read model kept beside the log, in this transaction.

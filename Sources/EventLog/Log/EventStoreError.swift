@@ -15,6 +15,9 @@ public enum EventStoreError: Error, Hashable, CustomStringConvertible {
     case staleWrite(path: StatePath, expected: StateValue?, actual: StateValue?)
     /// A write does not fit the shape of the state. Nothing was appended.
     case invalidWrite(StateError)
+    /// The event breaks one of `StateLimits` (nesting, size, numbers JSON cannot hold).
+    /// Nothing was appended.
+    case limitExceeded(String)
     /// The sequence number is outside the log.
     case noSuchEvent(seq: UInt64, last: UInt64)
     /// The store was opened read-only.
@@ -33,6 +36,7 @@ public enum EventStoreError: Error, Hashable, CustomStringConvertible {
         case .staleWrite(let path, let expected, let actual):
             "stale write at \(path): the write set expects \(expected?.json() ?? "absent") but the state holds \(actual?.json() ?? "absent")"
         case .invalidWrite(let error): "invalid write: \(error)"
+        case .limitExceeded(let reason): reason
         case .noSuchEvent(let seq, let last):
             last == 0 ? "no event \(seq): the log is empty" : "no event \(seq): the log holds 1…\(last)"
         case .readOnly: "the event log is open read-only"

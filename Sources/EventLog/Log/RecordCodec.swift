@@ -25,6 +25,22 @@ enum RecordCodec {
         var checksum: UInt32
         /// How the record's writes change the encoded size of the state (for `KeyframeProgress`).
         var stateDelta: Int
+        /// The deepest nesting the record brings: a payload's, or a write's path plus its new value's.
+        var nesting = 0
+        /// Whether a payload or a write's value holds an infinity or a NaN, which JSON cannot.
+        var hasNonFiniteNumber = false
+
+        /// Why a record of `bytes` bytes with these properties breaks `StateLimits`, if it does.
+        func limitExceeded(recordBytes bytes: Int) -> EventStoreError? {
+            if nesting > StateLimits.maxDepth {
+                return .limitExceeded("the event nests \(nesting) levels deep; the limit is \(StateLimits.maxDepth)")
+            }
+            if bytes > StateLimits.maxRecordBytes {
+                return .limitExceeded("the event takes \(bytes) bytes; the limit is \(StateLimits.maxRecordBytes)")
+            }
+            if hasNonFiniteNumber { return .limitExceeded("the event holds an infinite or NaN number, which JSON cannot carry") }
+            return nil
+        }
     }
 
     /// Appends the record's bytes to `writer`.
@@ -50,27 +66,37 @@ enum RecordCodec {
             writer.string(reason)
         case .cancelled: writer.byte(2)
         }
+        writer.deepest = 0
+        writer.sawNonFiniteNumber = false
         let payloadLength = writer.reserveLength()
         writer.value(event.payload)
         writer.patchLength(at: payloadLength)
+        var nesting = writer.deepest
         writer.varint(event.writes.count)
         var stateDelta = 0
         for write in event.writes {
             writer.path(write.path)
             let oldSize = writer.optionalValue(write.old)
+            writer.deepest = 0
             let newSize = writer.optionalValue(write.new)
+            nesting = max(nesting, write.path.components.count + writer.deepest)
             stateDelta += KeyframeProgress.sizeChange(write.path, oldSize: oldSize, newSize: newSize)
         }
         let checksum = withKey(seq) { writer.appendChecksum(from: start, prefix: $0) }
-        return Encoded(checksum: checksum, stateDelta: stateDelta)
+        return Encoded(checksum: checksum, stateDelta: stateDelta, nesting: nesting, hasNonFiniteNumber: writer.sawNonFiniteNumber)
     }
 
     /// Checks the trailing checksum and returns a reader over the body and the checksum.
     static func verified(_ bytes: UnsafeRawBufferPointer, seq: UInt64, names: NameCache? = nil) throws(DecodingError) -> (BinaryReader, UInt32) {
+        try withUnsafeBytes(of: seq.bigEndian) { key throws(DecodingError) in try verified(bytes, key: key, names: names) }
+    }
+
+    /// Checks a trailing checksum over `key` and the bytes before it; see `verified(_:seq:names:)`.
+    static func verified(_ bytes: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, names: NameCache? = nil) throws(DecodingError) -> (BinaryReader, UInt32) {
         guard bytes.count >= 4 else { throw DecodingError("record of \(bytes.count) bytes is too short") }
         let body = UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 4)])
         let stored = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: bytes.count - 4, as: UInt32.self))
-        let computed = withKey(seq) { CRC32C.checksum(body, continuing: CRC32C.checksum($0)) }
+        let computed = CRC32C.checksum(body, continuing: CRC32C.checksum(key))
         guard stored == computed else {
             throw DecodingError("checksum mismatch (stored \(hex(stored)), computed \(hex(computed)))")
         }

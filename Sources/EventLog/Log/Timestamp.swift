@@ -81,14 +81,18 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         guard b.count >= 20, b[4] == 45, b[7] == 45, b[10] == 84 || b[10] == 116, b[13] == 58, b[16] == 58,
               let y = number(0..<4), let mo = number(5..<7), let d = number(8..<10),
               let h = number(11..<13), let mi = number(14..<16), let s = number(17..<19),
-              (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61 else { return nil }
+              (1...12).contains(mo), (1...Self.daysIn(month: mo, of: y)).contains(d), h < 24, mi < 60, s < 60 else { return nil }
         var at = 19
         var micros: Int64 = 0
         if b[at] == 46 { // "."
             at += 1
             var digits = 0
             while at < b.count, (48...57).contains(b[at]) {
-                if digits < 6 { micros = micros * 10 + Int64(b[at] - 48) }
+                if digits < 6 {
+                    micros = micros * 10 + Int64(b[at] - 48)
+                } else if b[at] != 48 {
+                    return nil // finer than a microsecond: it would not come back the same
+                }
                 digits += 1
                 at += 1
             }
@@ -100,7 +104,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         if b[at] == 90 || b[at] == 122 { // Z
             at += 1
         } else if b[at] == 43 || b[at] == 45, let oh = number(at + 1..<at + 3), at + 3 < b.count, b[at + 3] == 58,
-                  let om = number(at + 4..<at + 6) {
+                  let om = number(at + 4..<at + 6), oh < 24, om < 60 {
             offset = (oh * 3600 + om * 60) * (b[at] == 45 ? -1 : 1)
             at += 6
         } else {
@@ -108,7 +112,25 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         }
         guard at == b.count else { return nil }
         let seconds = Self.days(fromCivil: y, mo, d) * 86_400 + h * 3600 + mi * 60 + s - offset
-        self.init(microsecondsSince1970: seconds * 1_000_000 + micros)
+        let microseconds = seconds * 1_000_000 + micros
+        guard Self.rfc3339Range.contains(microseconds) else { return nil }
+        self.init(microsecondsSince1970: microseconds)
+    }
+
+    /// The times RFC 3339 can write (years 0000 to 9999 in UTC), in microseconds since 1970:
+    /// the times the log accepts, so that every stored time exports as text that parses back.
+    public static let rfc3339Range: ClosedRange<Int64> =
+        days(fromCivil: 0, 1, 1) * 86_400_000_000...days(fromCivil: 10_000, 1, 1) * 86_400_000_000 - 1
+
+    /// Whether RFC 3339 can write this time (see `rfc3339Range`).
+    public var isRFC3339: Bool { Self.rfc3339Range.contains(microsecondsSince1970) }
+
+    static func daysIn(month: Int64, of year: Int64) -> Int64 {
+        switch month {
+        case 2: year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
     }
 
     // Days since 1970-01-01 to and from a proleptic Gregorian date (Howard Hinnant's algorithms).

@@ -5,6 +5,11 @@ public struct VerificationReport: Sendable, Hashable {
         public var seq: UInt64
         public var reason: String
         public var description: String { "seq \(seq): \(reason)" }
+
+        public init(seq: UInt64, reason: String) {
+            self.seq = seq
+            self.reason = reason
+        }
     }
 
     /// The seq of the last event found good.

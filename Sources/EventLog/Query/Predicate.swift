@@ -219,30 +219,25 @@ private struct PredicateParser {
         }
     }
 
+    /// A string literal: a JSON string, with JSON's escapes (`\n`, `\u001b`, …).
     mutating func string() throws(PredicateSyntaxError) -> String {
         let start = at
         at += 1
-        var value = ""
-        while at < text.count {
-            let c = text[at]
-            at += 1
-            switch c {
-            case "\"": return value
-            case "\\":
-                guard at < text.count else { break }
-                let e = text[at]
-                at += 1
-                switch e {
-                case "n": value += "\n"
-                case "t": value += "\t"
-                case "\"", "\\": value.unicodeScalars.append(e)
-                default: at -= 2; throw fail("unknown escape '\\\(String(e))'")
-                }
-            default: value.unicodeScalars.append(c)
-            }
+        while at < text.count, text[at] != "\"" { at += text[at] == "\\" ? 2 : 1 }
+        guard at < text.count else {
+            at = start
+            throw fail("unterminated string")
         }
-        at = start
-        throw fail("unterminated string")
+        at += 1
+        var literal = ""
+        literal.unicodeScalars.append(contentsOf: text[start..<at])
+        let parsed: StateValue
+        do { parsed = try StateValue(json: literal) } catch {
+            at = start + error.column - 1
+            throw fail("in string: \(error.reason)")
+        }
+        guard case .string(let value) = parsed else { throw fail("expected a string") }
+        return value
     }
 
     mutating func number() throws(PredicateSyntaxError) -> StateValue {

@@ -1,8 +1,9 @@
 /// The location of a value in a state tree, written `messenger.selectedTab`,
 /// `navigation.path[0]` or `objects.Post["id.with.dots"]`.
 ///
-/// A bare key is any run of characters other than `.`, `[`, `]`, `"` and white space;
-/// anything else is written as a quoted key in brackets. The empty path is the root.
+/// A bare key is any run of characters other than `.`, `[`, `]`, `"`, the operators of
+/// predicates (`( ) ! = < > & |`), control characters and white space; any other key is
+/// written in brackets as a JSON string. The empty path is the root.
 public struct StatePath: Sendable, Hashable, CustomStringConvertible, ExpressibleByStringLiteral {
     /// One step into the tree: an object key or an array index.
     public enum Component: Sendable, Hashable {
@@ -68,7 +69,12 @@ public struct StatePath: Sendable, Hashable, CustomStringConvertible, Expressibl
     static func isDelimiter(_ c: Unicode.Scalar) -> Bool {
         if c.isASCII {
             // The common case, without a Unicode property lookup.
-            return c == "." || c == "[" || c == "]" || c == "\"" || c == " " || (c.value >= 0x09 && c.value <= 0x0D)
+            // Besides the path's own punctuation, the predicate language's operators, so that a
+            // path printed bare reads back inside an expression too.
+            switch c {
+            case ".", "[", "]", "\"", " ", "(", ")", "!", "=", "<", ">", "&", "|": return true
+            default: return c.value < 0x20 || c.value == 0x7F
+            }
         }
         return c.properties.isWhitespace
     }
@@ -114,21 +120,20 @@ private struct PathParser {
         at += 1 // "["
         let component: StatePath.Component
         if at < text.count, text[at] == "\"" {
+            // A quoted key is a JSON string, as `description` writes it.
+            let start = at
             at += 1
-            var key = ""
-            while true {
-                guard at < text.count else { throw fail("unterminated quoted key") }
-                let c = text[at]
-                at += 1
-                if c == "\"" { break }
-                if c == "\\" {
-                    guard at < text.count else { throw fail("unterminated escape") }
-                    key.unicodeScalars.append(text[at])
-                    at += 1
-                } else {
-                    key.unicodeScalars.append(c)
-                }
+            while at < text.count, text[at] != "\"" { at += text[at] == "\\" ? 2 : 1 }
+            guard at < text.count else { throw fail("unterminated quoted key") }
+            at += 1
+            var quoted = ""
+            quoted.unicodeScalars.append(contentsOf: text[start..<at])
+            let parsed: StateValue
+            do { parsed = try StateValue(json: quoted) } catch {
+                at = start + error.column - 1
+                throw fail("quoted key: \(error.reason)")
             }
+            guard case .string(let key) = parsed else { throw fail("expected a quoted key") }
             component = .key(key)
         } else {
             let start = at

@@ -9,7 +9,11 @@ enum ValueTag: UInt8 {
 }
 
 extension BinaryWriter {
-    mutating func value(_ value: StateValue) {
+    mutating func value(_ value: StateValue) { self.value(value, depth: 0) }
+
+    /// Writes `value`, found `depth` levels down, noting in `deepest` the deepest level
+    /// below it holds and in `sawNonFiniteNumber` whether it holds an infinity or a NaN.
+    private mutating func value(_ value: StateValue, depth: Int) {
         switch value {
         case .null: byte(ValueTag.null.rawValue)
         case .bool(let b): byte(b ? ValueTag.true.rawValue : ValueTag.false.rawValue)
@@ -17,6 +21,7 @@ extension BinaryWriter {
             byte(ValueTag.int.rawValue)
             signed(i)
         case .double(let d):
+            if !d.isFinite { sawNonFiniteNumber = true }
             byte(ValueTag.double.rawValue)
             fixed64(d.bitPattern)
         case .string(let s):
@@ -25,13 +30,15 @@ extension BinaryWriter {
         case .array(let elements):
             byte(ValueTag.array.rawValue)
             varint(elements.count)
-            for element in elements { self.value(element) }
+            if !elements.isEmpty, depth >= deepest { deepest = depth + 1 }
+            for element in elements { self.value(element, depth: depth + 1) }
         case .object(let object):
             byte(ValueTag.object.rawValue)
             varint(object.count)
+            if !object.isEmpty, depth >= deepest { deepest = depth + 1 }
             for (key, element) in object {
                 string(key)
-                self.value(element)
+                self.value(element, depth: depth + 1)
             }
         }
     }
@@ -70,7 +77,7 @@ extension BinaryReader {
     }
 
     mutating func optionalValue(depth: Int = 0) throws(DecodingError) -> StateValue? {
-        guard depth < 512 else { throw DecodingError("values nested deeper than 512 levels") }
+        guard depth < StateLimits.maxReadDepth else { throw nestedTooDeep() }
         let tag = try byte()
         switch ValueTag(rawValue: tag) {
         case .null: return .null
@@ -102,7 +109,7 @@ extension BinaryReader {
     /// Steps over a value or the absent tag, checking its structure as `optionalValue` does
     /// but building nothing; returns whether a value was there.
     mutating func skipOptionalValue(depth: Int = 0) throws(DecodingError) -> Bool {
-        guard depth < 512 else { throw DecodingError("values nested deeper than 512 levels") }
+        guard depth < StateLimits.maxReadDepth else { throw nestedTooDeep() }
         let tag = try byte()
         switch ValueTag(rawValue: tag) {
         case .null, .false, .true: break
@@ -123,6 +130,7 @@ extension BinaryReader {
     }
 
     private func absentValue() -> DecodingError { DecodingError("absent value where one is required") }
+    private func nestedTooDeep() -> DecodingError { DecodingError("values nested deeper than \(StateLimits.maxReadDepth) levels") }
 
     mutating func path() throws(DecodingError) -> StatePath {
         guard let names else { return try decodePath() }
@@ -167,6 +175,25 @@ extension StateValue {
     /// Decodes `encoded` bytes; throws on anything malformed or left over.
     public init(encoded bytes: UnsafeRawBufferPointer) throws(DecodingError) {
         var reader = BinaryReader(bytes)
+        self = try reader.value()
+        guard reader.isAtEnd else { throw DecodingError("\(reader.remaining) trailing bytes") }
+    }
+}
+
+extension StateValue {
+    /// The encoding followed by a CRC-32C of `key` and the encoding: how read models kept
+    /// beside the log store values, so that a damaged one is found, not read.
+    public func checkedEncoding(key: UnsafeRawBufferPointer) -> [UInt8] {
+        var writer = BinaryWriter()
+        writer.value(self)
+        writer.appendChecksum(from: 0, prefix: key)
+        return writer.bytes
+    }
+
+    /// Decodes what `checkedEncoding(key:)` wrote under `key`; throws when the checksum or
+    /// the encoding is wrong.
+    public init(checkedEncoding bytes: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer) throws(DecodingError) {
+        var (reader, _) = try RecordCodec.verified(bytes, key: key)
         self = try reader.value()
         guard reader.isAtEnd else { throw DecodingError("\(reader.remaining) trailing bytes") }
     }

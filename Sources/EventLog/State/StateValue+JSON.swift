@@ -1,6 +1,8 @@
 /// JSON for people and tools. Objects keep their key order; integers and doubles stay
 /// distinct (a double is always written with a `.` or an exponent). Non-finite doubles,
-/// which JSON cannot hold, are written as `null`.
+/// which JSON cannot hold, are written as `null` (the log refuses them; see `StateLimits`).
+/// The parser refuses what would not come back the same: text that is not UTF-8, numbers
+/// beyond a double's range, repeated keys.
 extension StateValue {
     /// The value as JSON text: compact on one line, or `pretty` with two-space indents.
     public func json(pretty: Bool = false) -> String {
@@ -72,7 +74,13 @@ extension StateValue {
 
     /// Parses one JSON document. Throws with the line and column of the first error.
     public init(json text: String) throws(JSONSyntaxError) {
-        var parser = JSONParser(bytes: Array(text.utf8))
+        try self.init(jsonUTF8: Array(text.utf8))
+    }
+
+    /// Parses one JSON document from its UTF-8 bytes; bytes that are not UTF-8 are an error,
+    /// never replaced. Throws with the line and column of the first error.
+    public init(jsonUTF8 bytes: [UInt8]) throws(JSONSyntaxError) {
+        var parser = JSONParser(bytes: bytes)
         self = try parser.document()
     }
 }
@@ -89,7 +97,7 @@ private struct JSONParser {
     let bytes: [UInt8]
     var at = 0
     var depth = 0
-    static let maxDepth = 512
+    static let maxDepth = StateLimits.maxReadDepth
 
     mutating func document() throws(JSONSyntaxError) -> StateValue {
         let value = try self.value()
@@ -158,6 +166,7 @@ private struct JSONParser {
     }
 
     mutating func string() throws(JSONSyntaxError) -> String {
+        let start = at
         at += 1 // opening quote
         var utf8: [UInt8] = []
         while true {
@@ -166,7 +175,11 @@ private struct JSONParser {
             at += 1
             switch b {
             case UInt8(ascii: "\""):
-                return String(decoding: utf8, as: UTF8.self)
+                guard let string = String(validating: utf8, as: UTF8.self) else {
+                    at = start
+                    throw fail("string is not valid UTF-8")
+                }
+                return string
             case UInt8(ascii: "\\"):
                 guard at < bytes.count else { throw fail("unterminated escape") }
                 let e = bytes[at]
@@ -249,6 +262,7 @@ private struct JSONParser {
         let text = String(decoding: bytes[start..<at], as: UTF8.self)
         if !isDouble, let int = Int64(text) { return .int(int) }
         guard let double = Double(text) else { at = start; throw fail("invalid number") }
+        guard double.isFinite else { at = start; throw fail("number \(text) is beyond the range of a double") }
         return .double(double)
     }
 

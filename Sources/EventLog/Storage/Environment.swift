@@ -187,13 +187,29 @@ public final class Environment: @unchecked Sendable {
         mdb_env_set_mapsize(handle, 0)
     }
 
-    private func grow(from size: Int) throws {
+    /// Grows the map, when needed, so that at least `bytes` more can be written without
+    /// `MDB_MAP_FULL`: for a write transaction that cannot run again (one that streams its
+    /// input). The map only reserves address space; the file grows as pages are written.
+    public func reserve(_ bytes: Int) throws {
+        var stat = MDB_stat()
+        var info = MDB_envinfo()
+        try check(mdb_env_stat(handle, &stat))
+        try check(mdb_env_info(handle, &info))
+        let used = (info.me_last_pgno + 1) * Int(stat.ms_psize)
+        let (needed, overflow) = used.addingReportingOverflow(bytes)
+        guard !overflow else { throw LMDBError(code: ENOMEM) }
+        var size = info.me_mapsize
+        while size < needed { size *= 2 }
+        if size > info.me_mapsize { try grow(from: info.me_mapsize, to: size) }
+    }
+
+    private func grow(from size: Int, to newSize: Int? = nil) throws {
         pthread_rwlock_wrlock(resizeLock)
         defer { pthread_rwlock_unlock(resizeLock) }
         // Another thread may have grown it already while we waited for the lock.
         if mapSize > size { return }
         clearStaleReaders()
-        try check(mdb_env_set_mapsize(handle, size * 2))
+        try check(mdb_env_set_mapsize(handle, newSize ?? size * 2))
     }
 }
 

@@ -72,6 +72,12 @@ public struct Transaction: ~Copyable {
         return stat.ms_entries
     }
 
+    /// Removes every entry of `db` (`mdb_drop` without deleting the database); with
+    /// `deletingDatabase`, the database itself too, after which its handle is invalid.
+    public func empty(_ db: Database, deletingDatabase: Bool = false) throws {
+        try check(mdb_drop(handle, db.id, deletingDatabase ? 1 : 0))
+    }
+
     /// Lends a cursor over `db` to `body` and closes it afterwards.
     public func withCursor<R>(_ db: Database, _ body: (borrowing Cursor) throws -> R) throws -> R {
         var cursor: OpaquePointer?

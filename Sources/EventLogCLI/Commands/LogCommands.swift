@@ -1,9 +1,10 @@
 import EventLog
 import Foundation
+import Objects
 
 /// The commands that read, check, export and import the log itself.
 enum LogCommands {
-    static let all: [CommandSpec] = [info, log, show, snapshot, diff, verify, export, importEvents]
+    static let all: [CommandSpec] = [info, log, show, snapshot, diff, verify, export, ImportCommand.spec, rebuild]
 
     static let info = CommandSpec(
         name: "info",
@@ -136,12 +137,19 @@ enum LogCommands {
 
     static let verify = CommandSpec(
         name: "verify",
-        summary: "Check every checksum, the dense sequence, and every keyframe against the write sets.",
-        discussion: "Stops at the first problem and prints its seq; exits 1 when it finds one."
+        summary: "Check every checksum, the dense sequence, every keyframe and the read models against the log.",
+        discussion: """
+            Stops at the first problem and prints its seq; exits 1 when it finds one. The objects'
+            read model must equal the objects of the newest state, entry by checksummed entry
+            ('eventlog rebuild' makes it anew).
+            """
     ) { _, context in
         let store = try context.openStore()
-        let report = try attempt { try store.verify { context.console.progress("verified \($0) events") } }
+        var report = try attempt { try store.verify { context.console.progress("verified \($0) events") } }
         context.console.endProgress()
+        if report.isOK, let problem = try attempt({ try ObjectStore(store: store).verifyReadModel() }) {
+            report.problem = .init(seq: report.eventsChecked, reason: problem)
+        }
         if context.json {
             let problem: StateValue = report.problem.map { ["reason": .string($0.reason), "seq": .int(Int64($0.seq))] } ?? .null
             context.printJSON(["events": .int(Int64(report.eventsChecked)), "keyframes": .int(Int64(report.keyframesChecked)),
@@ -164,100 +172,20 @@ enum LogCommands {
         return .ok
     }
 
-    static let importEvents = CommandSpec(
-        name: "import",
-        summary: "Append events read as JSON lines (as 'export' writes them) from FILE, or stdin for -.",
-        discussion: """
-            Each line is one event: "stream" and "type" are required; "origin", "cause", "outcome",
-            "reason", "payload", "writes" and "time" are kept; a "seq", when present, must be the seq
-            the event will get; a "checksum" is ignored. Every write's old value must match the state.
-            Without --batch all lines commit in one transaction: one bad line appends nothing.
-            With --batch N the input is read and committed N events at a time, so memory stays
-            bounded whatever the input's size.
-            """,
-        arguments: [.init(name: "FILE", help: "A JSON-lines file, or - for stdin.")],
-        options: [.init(name: "batch", value: "N", help: "Commit every N events (earlier batches stay if a later line is bad).")],
+    static let rebuild = CommandSpec(
+        name: "rebuild",
+        summary: "Make the read models (the objects' current versions) anew from the log.",
+        discussion: "For a read model that 'verify' found damaged; the log itself is not changed.",
         writes: true
-    ) { arguments, context in
-        let source = arguments.positionals[0]
-        let batchSize = try arguments.count("batch") ?? .max
-        // Read a line at a time: with --batch, memory stays bounded by one batch.
-        var lines: LineReader
-        if source == "-" {
-            lines = context.console.stdinLines()
-        } else {
-            guard let reader = LineReader(path: source) else { throw CLIError.badInput("cannot read \(source)") }
-            lines = reader
-        }
-        let existed = FileManager.default.fileExists(atPath: context.databasePath + "/data.mdb")
+    ) { _, context in
         let store = try context.openStore(writable: true)
-        var pending: [(number: Int, event: ImportedEvent)] = []
-        var imported: ClosedRange<UInt64>?
-        var count = 0
-        func commitPending() throws(CLIError) {
-            let range = try attempt(writingTo: context.databasePath) {
-                try store.transact { try append(pending[...], from: source, to: &$0) }
-            }
-            imported = (imported?.lowerBound ?? range.lowerBound)...range.upperBound
-            count += pending.count
-            pending.removeAll(keepingCapacity: true)
-            context.console.progress("imported \(count) events")
-        }
-        do throws(CLIError) {
-            var number = 0
-            while let line = try readLine(&lines, from: source) {
-                number += 1
-                let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespaces)
-                if text.isEmpty { continue }
-                do {
-                    pending.append((number, try ImportedEvent(json: try StateValue(json: text))))
-                } catch let error as JSONSyntaxError {
-                    throw CLIError.badInput("\(source) line \(number), column \(error.column): \(error.reason)")
-                } catch {
-                    throw CLIError.badInput("\(source) line \(number): \(error)")
-                }
-                if pending.count == batchSize { try commitPending() }
-            }
-            if !pending.isEmpty { try commitPending() }
-        } catch {
-            guard let imported else {
-                // A database this command created and left empty is removed again.
-                if !existed { try? FileManager.default.removeItem(atPath: context.databasePath) }
-                throw error
-            }
-            // Earlier batches are committed: say which, so that the user knows where to resume.
-            var kept = error
-            kept.message += "; the \(count) events committed before it (seq \(imported.lowerBound)…\(imported.upperBound)) are kept"
-            throw kept
-        }
-        context.console.endProgress()
+        let objects = try attempt(writingTo: context.databasePath) { try ObjectStore(store: store).rebuildReadModel() }
         if context.json {
-            let first: StateValue = imported.map { .int(Int64($0.lowerBound)) } ?? .null
-            let last: StateValue = imported.map { .int(Int64($0.upperBound)) } ?? .null
-            context.printJSON(["first": first, "imported": .int(Int64(count)), "last": last])
+            context.printJSON(["objects": .int(Int64(objects))])
         } else {
-            context.console.line(imported.map { "imported \(count) events (seq \($0.lowerBound)…\($0.upperBound))" } ?? "imported 0 events")
+            context.console.line("rebuilt the objects' read model: \(objects) objects")
         }
         return .ok
-    }
-
-    /// The next line of an import's input; a failed read is bad input, naming the source.
-    private static func readLine(_ lines: inout LineReader, from source: String) throws(CLIError) -> ArraySlice<UInt8>? {
-        do { return try lines.next() } catch { throw CLIError.badInput("cannot read \(source): \(error.localizedDescription)") }
-    }
-
-    /// Appends one chunk of imported lines to a batch and returns their seqs.
-    private static func append(_ chunk: ArraySlice<(number: Int, event: ImportedEvent)>, from source: String,
-                               to batch: inout AppendBatch) throws -> ClosedRange<UInt64> {
-        for (number, item) in chunk {
-            if let seq = item.seq, seq != batch.lastSeq + 1 {
-                throw CLIError.badInput("\(source) line \(number): seq \(seq) does not follow the log's last seq \(batch.lastSeq)")
-            }
-            do { try batch.append(item.event, time: item.time) } catch {
-                throw CLIError.badInput("\(source) line \(number): \(error)")
-            }
-        }
-        return (batch.lastSeq - UInt64(chunk.count) + 1)...batch.lastSeq
     }
 
     /// Calls `body` for each record in the --from/--to range.

@@ -152,7 +152,10 @@ enum MessengerCommands {
                 guard arguments.flag("force") else {
                     throw CLIError.badInput("\(path) already holds \(existing) events; pass --force to replace it, or --db for another database")
                 }
-                try attempt { try FileManager.default.removeItem(atPath: path) }
+                // Only the log's own two files: whatever else the directory holds stays.
+                for file in ["data.mdb", "lock.mdb"] where unlink(path + "/" + file) != 0 && errno != ENOENT {
+                    throw CLIError.unavailable("cannot replace \(path)/\(file): \(String(cString: strerror(errno)))")
+                }
             }
         }
         // Simulated time from a fixed start, so that the same seed records the same bytes.

@@ -1,0 +1,208 @@
+import EventLog
+import EventLogTesting
+import Foundation
+import Testing
+
+/// Nothing lost, nothing changed: what the built `eventlog` was seen to delete, lose or alter,
+/// each tried again from outside.
+@Suite struct TrustTests {
+    let dir = TemporaryDirectory()
+
+    @Test func aFailedImportRemovesOnlyWhatItCreated() throws {
+        try "{bad\n".write(toFile: dir.file("bad.jsonl"), atomically: true, encoding: .utf8)
+        // A directory of someone else's files: nothing in it goes.
+        let docs = dir.file("docs")
+        try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
+        try "hi".write(toFile: docs + "/thesis.txt", atomically: true, encoding: .utf8)
+        let failed = try runEventlog(["import", dir.file("bad.jsonl"), "--db", docs])
+        #expect(failed.code == 2, "\(failed.err)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: docs) == ["thesis.txt"])
+        // `--db ..` seen from inside a directory: the parent keeps everything.
+        let parent = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+        #expect(try runEventlog(["import", dir.file("bad.jsonl"), "--db", docs + "/.."]).code == 2)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == parent)
+        // A new database is gone again; an existing one, even empty, stays.
+        #expect(try runEventlog(["import", dir.file("bad.jsonl"), "--db", dir.file("new.lmdb")]).code == 2)
+        #expect(!FileManager.default.fileExists(atPath: dir.file("new.lmdb")))
+        #expect(try runEventlog(["import", "-", "--db", dir.file("empty.lmdb")], stdin: "").code == 0)
+        #expect(try runEventlog(["import", dir.file("bad.jsonl"), "--db", dir.file("empty.lmdb")]).code == 2)
+        #expect(FileManager.default.fileExists(atPath: dir.file("empty.lmdb/data.mdb")))
+    }
+
+    @Test func demoForceReplacesTheLogAndNothingElse() throws {
+        let db = dir.file("demo.lmdb")
+        #expect(try runEventlog(["demo", "--plans", "5", "--db", db]).code == 0)
+        try "mine".write(toFile: db + "/notes.txt", atomically: true, encoding: .utf8)
+        let again = try runEventlog(["demo", "--plans", "5", "--force", "--db", db])
+        #expect(again.code == 0, "\(again.err)")
+        #expect(try String(contentsOfFile: db + "/notes.txt", encoding: .utf8) == "mine")
+        #expect(try runEventlog(["verify", "--db", db]).code == 0)
+    }
+
+    /// Past the 64 MiB the map starts with, from a file and from stdin, in one transaction
+    /// and in batches: the map grows and every event is stored.
+    @Test func anImportGrowsTheMap() throws {
+        let payload = String(repeating: "x", count: 1 << 20)
+        let lines = (0..<80).map { #"{"stream":"s","type":"big","payload":"\#(payload)\#($0)"}"# }.joined(separator: "\n")
+        try lines.write(toFile: dir.file("big.jsonl"), atomically: true, encoding: .utf8)
+        for (name, arguments, stdin) in [("file", [dir.file("big.jsonl")], false), ("file-batch", [dir.file("big.jsonl"), "--batch", "7"], false),
+                                        ("stdin", ["-"], true), ("stdin-batch", ["-", "--batch", "7"], true)] {
+            let db = dir.file("\(name).lmdb")
+            let process = try spawnEventlog(["import"] + arguments + ["--db", db])
+            if stdin { process.standardInput = FileHandle(forReadingAtPath: dir.file("big.jsonl")) }
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "\(name)")
+            let info = try StateValue(json: try runEventlog(["info", "--json", "--db", db]).out)
+            #expect(info["events"] == 80, "\(name)")
+            #expect((info["mapBytes"]?.intValue ?? 0) > 64 << 20, "\(name)")
+        }
+    }
+
+    @Test func nestingBeyondTheLimitIsRefusedAndTheDatabaseStaysReadable() throws {
+        let db = dir.file("deep.lmdb")
+        let deepArray = String(repeating: "[", count: 510) + String(repeating: "]", count: 510)
+        let save = try runEventlog(["objects", "save", "Note", #"{"deep":\#(deepArray)}"#, "--db", db])
+        #expect(save.code == 2)
+        #expect(save.err.contains("levels deep; the limit is 256"), "\(save.err)")
+        let longPath = (0..<600).map { "k\($0)" }.joined(separator: ".")
+        let hugePath = (0..<50_000).map { _ in "k" }.joined(separator: ".")
+        for path in [longPath, hugePath] {
+            let result = try runEventlog(["import", "-", "--db", db], stdin: #"{"stream":"s","type":"t","writes":[{"path":"\#(path)","new":1}]}"#)
+            #expect(result.code == 2, "\(result.err.prefix(200))")
+        }
+        _ = try runEventlog(["objects", "save", "Note", #"{"title":"fine"}"#, "--db", db])
+        for command in [["verify"], ["export"], ["bisect", "--where", "exists(x)"]] {
+            let result = try runEventlog(command + ["--db", db])
+            #expect([0, 1].contains(result.code), "\(command): \(result.err)")
+        }
+    }
+
+    @Test func exportImportKeepsEveryValue() throws {
+        let db = dir.file("a.lmdb")
+        let events = [
+            #"{"stream":"s","type":"t","writes":[{"path":"o","new":{"a\nb":1,"tab\t":[-0.0,9223372036854775807,-9223372036854775808,1.7976931348623157e+308,5e-324]}}]}"#,
+            #"{"stream":"s","type":"t","writes":[{"path":"o[\"a\\nb\"]","old":1,"new":"\u001b[31m\u0000"}]}"#,
+            #"{"stream":"s\u2028","type":"t","time":"9999-12-31T23:59:59.999999Z","payload":"\ud83d\ude00"}"#,
+            #"{"stream":"s","type":"t","time":"0000-01-01T00:00:00Z"}"#,
+        ]
+        #expect(try runEventlog(["import", "-", "--db", db], stdin: events.joined(separator: "\n")).code == 0)
+        let first = try runEventlog(["export", "--db", db]).out
+        try first.write(toFile: dir.file("a.jsonl"), atomically: true, encoding: .utf8)
+        #expect(try runEventlog(["import", dir.file("a.jsonl"), "--db", dir.file("b.lmdb")]).code == 0)
+        #expect(try runEventlog(["export", "--db", dir.file("b.lmdb")]).out == first)
+        #expect(try runEventlog(["snapshot", "--path", #"o["a\nb"]"#, "--db", dir.file("b.lmdb")]).out == "\"\\u001b[31m\\u0000\"\n")
+        #expect(try runEventlog(["bisect", "--against", db, "--db", dir.file("b.lmdb")]).out.hasPrefix("no bad event in range"))
+    }
+
+    @Test func inputThatWouldNotComeBackTheSameIsRefused() throws {
+        let db = dir.file("r.lmdb")
+        let cases: [(String, String)] = [
+            (#"{"stream":"s","type":"t","writes":[{"path":"v","new":1e400}]}"#, "beyond the range of a double"),
+            (#"{"stream":"s","type":"t","time":"2023-02-29T00:00:00Z"}"#, "not RFC 3339"),
+            (#"{"stream":"s","type":"t","time":"2026-02-30T00:00:00Z"}"#, "not RFC 3339"),
+            (#"{"stream":"s","type":"t","time":"2026-01-01T00:00:00+24:00"}"#, "not RFC 3339"),
+            (#"{"stream":"s","type":"t","time":"2026-01-01T00:00:00+05:60"}"#, "not RFC 3339"),
+            (#"{"stream":"s","type":"t","time":"2026-01-01T00:00:60Z"}"#, "not RFC 3339"),
+            (#"{"stream":"s","type":"t","time":"9999-12-31T23:59:59-01:00"}"#, "not RFC 3339"),
+            (#"{"stream":"s","type":"t","time":"2026-01-01T00:00:00.1234567Z"}"#, "not RFC 3339"),
+        ]
+        for (line, reason) in cases {
+            let result = try runEventlog(["import", "-", "--db", db], stdin: line)
+            #expect(result.code == 2 && result.err.contains(reason), "\(line): \(result.err)")
+        }
+        // Bytes that are not UTF-8, on stdin and in a file.
+        var bytes = Data(#"{"stream":"s","type":"t","payload":"a"#.utf8)
+        bytes.append(contentsOf: [0xFF, 0xFE])
+        bytes.append(contentsOf: Data(#"b"}"#.utf8))
+        try bytes.write(to: URL(fileURLWithPath: dir.file("bad.jsonl")))
+        let fromFile = try runEventlog(["import", dir.file("bad.jsonl"), "--db", db])
+        #expect(fromFile.code == 2 && fromFile.err.contains("not valid UTF-8"), "\(fromFile.err)")
+        let process = try spawnEventlog(["import", "-", "--db", db])
+        process.standardInput = FileHandle(forReadingAtPath: dir.file("bad.jsonl"))
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 2)
+        #expect(!FileManager.default.fileExists(atPath: db))
+        let leap = try runEventlog(["import", "-", "--db", db], stdin: #"{"stream":"s","type":"t","time":"2024-02-29T23:59:59.5+05:30"}"#)
+        #expect(leap.code == 0, "\(leap.err)")
+        #expect(try runEventlog(["log", "--json", "--db", db]).out.contains(#""time":"2024-02-29T18:29:59.500000Z""#))
+    }
+
+    /// The README's own example: an imported copy answers object queries as the original does.
+    @Test func anImportedCopyHasItsObjectsReadModel() throws {
+        let original = dir.file("demo.lmdb")
+        #expect(try runEventlog(["demo", "--plans", "30", "--db", original]).code == 0)
+        let exported = try runEventlog(["export", "--db", original]).out
+        try exported.write(toFile: dir.file("session.jsonl"), atomically: true, encoding: .utf8)
+        let copy = dir.file("copy.lmdb")
+        #expect(try runEventlog(["import", dir.file("session.jsonl"), "--batch", "50", "--db", copy]).code == 0)
+        let listed = try runEventlog(["objects", "list", "BlogPost", "--db", original]).out
+        #expect(!listed.isEmpty)
+        #expect(try runEventlog(["objects", "list", "BlogPost", "--db", copy]).out == listed)
+        #expect(try runEventlog(["verify", "--db", copy]).code == 0)
+    }
+
+    @Test func aDamagedReadModelIsFoundByVerifyAndRebuilt() throws {
+        let db = dir.file("objects.lmdb")
+        for title in ["one", "two", "three"] {
+            #expect(try runEventlog(["objects", "save", "Note", #"{"title":"\#(title)"}"#, "--db", db]).code == 0)
+        }
+        // Flip one byte of the stored title "two" (the read model's copy; the log's copy sits in
+        // a record whose checksum would catch it too, so flip the last occurrence only).
+        let path = db + "/data.mdb"
+        var data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let needle = Data("three".utf8)
+        let found = try #require(data.lastRange(of: needle))
+        data[found.lowerBound] ^= 0x01
+        try data.write(to: URL(fileURLWithPath: path))
+        let verify = try runEventlog(["verify", "--db", db])
+        #expect(verify.code == 1, "\(verify.out)\(verify.err)")
+        #expect(verify.out.contains("read model"), "\(verify.out)")
+        #expect(try runEventlog(["rebuild", "--db", db]).out == "rebuilt the objects' read model: 3 objects\n")
+        #expect(try runEventlog(["verify", "--db", db]).code == 0)
+    }
+
+    @Test func aSaveWithoutAnIDAlwaysCreates() throws {
+        let db = dir.file("notes.lmdb")
+        #expect(try runEventlog(["objects", "save", "Note", #"{"id":"00000003","title":"mine"}"#, "--db", db]).code == 0)
+        #expect(try runEventlog(["objects", "save", "Note", #"{"title":"two"}"#, "--db", db]).code == 0)
+        let third = try StateValue(json: try runEventlog(["objects", "save", "Note", #"{"title":"three"}"#, "--json", "--db", db]).out)
+        #expect(third["version"] == 1)
+        #expect(third["id"] != "00000003")
+        let mine = try StateValue(json: try runEventlog(["objects", "get", "Note", "00000003", "--json", "--db", db]).out)
+        #expect(mine["title"] == "mine")
+    }
+
+    @Test func anInterruptedImportResumes() throws {
+        let db = dir.file("resume.lmdb")
+        let all = counterEvents(key: "n", count: 300)
+        let lines = all.split(separator: "\n")
+        #expect(try runEventlog(["import", "-", "--db", db], stdin: lines.prefix(120).joined(separator: "\n")).code == 0)
+        // The export of a whole source log, imported again with --resume, skips what is there.
+        let source = dir.file("source.lmdb")
+        #expect(try runEventlog(["import", "-", "--db", source], stdin: all).code == 0)
+        try runEventlog(["export", "--db", source]).out.write(toFile: dir.file("all.jsonl"), atomically: true, encoding: .utf8)
+        let refused = try runEventlog(["import", dir.file("all.jsonl"), "--db", db])
+        #expect(refused.code == 2 && refused.err.contains("add --resume"), "\(refused.err)")
+        // Only the copy made with the same times matches: import the first 120 from the export.
+        let exact = dir.file("exact.lmdb")
+        let exported = try String(contentsOfFile: dir.file("all.jsonl"), encoding: .utf8).split(separator: "\n")
+        #expect(try runEventlog(["import", "-", "--db", exact], stdin: exported.prefix(120).joined(separator: "\n")).code == 0)
+        let resumed = try runEventlog(["import", dir.file("all.jsonl"), "--resume", "--batch", "50", "--db", exact])
+        #expect(resumed.out == "imported 180 events (seq 121…300); skipped 120 events the log already held\n", "\(resumed.err)")
+        #expect(try runEventlog(["export", "--db", exact]).out == exported.joined(separator: "\n") + "\n")
+        // A log whose events differ (other times) is refused, not merged.
+        let differs = try runEventlog(["import", dir.file("all.jsonl"), "--resume", "--db", db])
+        #expect(differs.code == 2 && differs.err.contains("line 1: event 1 differs"), "\(differs.err)")
+    }
+
+    @Test func importRefusesInputsWithoutEnd() throws {
+        let zero = try runEventlog(["import", "/dev/zero", "--db", dir.file("z.lmdb")])
+        #expect(zero.code == 2 && zero.err.contains("longer than"), "\(zero.err)")
+        let directory = try runEventlog(["import", dir.path, "--db", dir.file("d.lmdb")])
+        #expect(directory.err == "Error: \(dir.path) is a directory, not a file of JSON lines\n")
+    }
+}
