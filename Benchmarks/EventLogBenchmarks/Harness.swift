@@ -128,6 +128,51 @@ struct PeakMemory {
     }
 }
 
+/// A child process run to its end.
+struct ChildRun {
+    /// Wall time from spawning the child to its exit.
+    let seconds: Double
+    /// The child's own peak resident memory: `wait4`'s `ru_maxrss` for this child alone
+    /// (`RUSAGE_CHILDREN` would be the highest over every child waited for).
+    let peakResidentBytes: Int
+    /// What it printed on stdout.
+    let output: String
+
+    /// Runs `executable` with `arguments`, its stdout and stderr going to files in `scratch`
+    /// (where no full pipe can stall it); throws, with what it printed on stderr, unless it
+    /// exits with status 0.
+    init(_ executable: String, _ arguments: [String], in scratch: Scratch) throws {
+        let outputPath = scratch.file("child.stdout")
+        let errorPath = scratch.file("child.stderr")
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let command = ([executable] + arguments).joined(separator: " ")
+        var pid: pid_t = 0
+        let start = now()
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        guard spawned == 0 else { throw BenchmarkError(description: "cannot run \(command): \(String(cString: strerror(spawned)))") }
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 {
+            guard errno == EINTR else { throw BenchmarkError(description: "waiting for \(command): \(String(cString: strerror(errno)))") }
+        }
+        seconds = Double(now() - start) / 1e9
+        // The status's low 7 bits are the signal that ended the child, 0 when it exited; the next 8 its exit status.
+        guard status & 0x7F == 0, status >> 8 & 0xFF == 0 else {
+            let ending = status & 0x7F == 0 ? "exited with status \(status >> 8 & 0xFF)" : "was killed by signal \(status & 0x7F)"
+            let errors = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
+            throw BenchmarkError(description: "\(command) \(ending): \(errors.trimmingCharacters(in: .whitespacesAndNewlines))")
+        }
+        peakResidentBytes = usage.ru_maxrss * 1024  // KiB on Linux
+        output = try String(contentsOfFile: outputPath, encoding: .utf8)
+    }
+}
+
 /// A directory removed when the value dies.
 final class Scratch {
     let path = NSTemporaryDirectory() + "eventlog-bench-\(UUID().uuidString)"

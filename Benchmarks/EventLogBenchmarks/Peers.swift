@@ -224,14 +224,14 @@ struct JSONLinesSubject: AppendSubject {
 
     func close() { Glibc.close(descriptor) }
 
-    /// Decodes every line with `JSONDecoder` and folds the writes into a dictionary.
-    static func replay(_ path: String) throws -> (events: Int, properties: Int) {
+    /// Decodes every line as a `Line` with `JSONDecoder` and folds the writes into a dictionary.
+    static func replay<Line: JSONLine>(_ path: String, as _: Line.Type) throws -> (events: Int, properties: Int) {
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
         let decoder = JSONDecoder()
         var state: [String: String] = [:]
         var events = 0
         for line in data.split(separator: 0x0A) {
-            let record = try decoder.decode(TraceLine.self, from: line)
+            let record = try decoder.decode(Line.self, from: line)
             for change in record.writes { state[change.path] = change.new }
             events += 1
         }

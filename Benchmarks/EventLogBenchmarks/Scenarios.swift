@@ -15,11 +15,14 @@ struct Sizes {
     var objectUpdates: Int
     var fetches: Int
     var perProducer: Int
+    var importEvents: Int
 
     static let quick = Sizes(singleCommits: 100, batchEvents: [1: 500, 100: 5_000, 10_000: 50_000], logEvents: 100_000,
-                             snapshotProbes: 2_000, bisects: 20, objects: 10_000, objectUpdates: 40_000, fetches: 5_000, perProducer: 50)
+                             snapshotProbes: 2_000, bisects: 20, objects: 10_000, objectUpdates: 40_000, fetches: 5_000, perProducer: 50,
+                             importEvents: 50_000)
     static let full = Sizes(singleCommits: 500, batchEvents: [1: 5_000, 100: 50_000, 10_000: 500_000], logEvents: 1_000_000,
-                            snapshotProbes: 20_000, bisects: 100, objects: 100_000, objectUpdates: 400_000, fetches: 50_000, perProducer: 250)
+                            snapshotProbes: 20_000, bisects: 100, objects: 100_000, objectUpdates: 400_000, fetches: 50_000, perProducer: 250,
+                            importEvents: 2_000_000)
 }
 
 enum Scenarios {
@@ -180,7 +183,7 @@ enum Scenarios {
         var peers: [Measurement] = []
         if let subjects = log.peers {
             var jsonResult = (events: 0, properties: 0)
-            let jsonSeconds = try time { jsonResult = try JSONLinesSubject.replay(subjects.jsonl) }
+            let jsonSeconds = try time { jsonResult = try JSONLinesSubject.replay(subjects.jsonl, as: TraceLine.self) }
             var rawCount = 0
             let rawSeconds = try time { rawCount = try subjects.raw.scan() }
             var sqliteCount = 0
@@ -362,6 +365,50 @@ enum Scenarios {
                            measurements: [early, lateNamed],
                            note: "the second row's ratio is the short log's fetch rate over the long log's: near 1.00× means fetch does not depend on the log's length"),
         ]
+    }
+
+    /// The release `eventlog` binary, beside this one: the import scenario runs it as a user does.
+    static func eventlogBinary() throws -> String {
+        let path = Bundle.main.executableURL!.deletingLastPathComponent().appendingPathComponent("eventlog").path
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw BenchmarkError(description: "import.jsonl needs \(path); run `swift build -c release --product eventlog` first")
+        }
+        return path
+    }
+
+    /// `eventlog import` of a file of `events` workload events as `export` writes them, run as
+    /// the `eventlog` binary at `binary` in a child process: in one transaction, then with
+    /// `--batch 10000`, each into a new log and each answer checked. The peer decodes the same
+    /// file line by line with `JSONDecoder` and folds its writes.
+    static func importJSONLines(events: Int, binary: String) throws -> ScenarioReport {
+        let scratch = Scratch()
+        let file = scratch.file("events.jsonl")
+        try Workload.export(events, to: file)
+        // Flush the file, so that its writeback does not run during the imports.
+        sync()
+        let expected: StateValue = ["first": 1, "imported": .int(Int64(events)), "last": .int(Int64(events)), "skipped": 0]
+        func run(_ subject: String, _ options: [String], into database: String) throws -> Measurement {
+            let child = try ChildRun(binary, ["import", file] + options + ["--db", scratch.file(database), "--json"], in: scratch)
+            guard (try? StateValue(json: child.output)) == expected else {
+                throw BenchmarkError(description: "\(subject) printed \(child.output.debugDescription), expected \(expected.json())")
+            }
+            return Measurement(subject: subject, operations: events, seconds: child.seconds,
+                               extra: [("child peak MiB", Double(child.peakResidentBytes) / 1_048_576)])
+        }
+        var whole = try run("eventlog import", [], into: "whole.lmdb")
+        whole.extra.append(("file MB", Double(fileSize(file)) / 1_000_000))
+        let batched = try run("eventlog import --batch 10000", ["--batch", "10000"], into: "batched.lmdb")
+        var decoded = (events: 0, properties: 0)
+        let decodeSeconds = try time { decoded = try JSONLinesSubject.replay(file, as: ExportedLine.self) }
+        guard decoded.events == events, decoded.properties == Workload.properties else {
+            throw BenchmarkError(description: "the jsonl peer read \(decoded.events) events writing \(decoded.properties) properties")
+        }
+        return ScenarioReport(
+            name: "import.jsonl", summary: "`eventlog import` of a JSON-lines file as `export` writes it, as a child process",
+            measurements: [whole, batched, Measurement(subject: "jsonl", operations: events, seconds: decodeSeconds)],
+            note: "ops/s are events per second of wall time, from spawning the child to its exit; child peak MiB is its own "
+                + "peak resident memory (wait4), which the peak MiB column (this process) leaves out; the second row's ratio is "
+                + "one transaction over --batch 10000; jsonl decodes every line of the file with JSONDecoder and folds its writes")
     }
 }
 

@@ -37,11 +37,35 @@ struct Workload {
     mutating func next(_ count: Int) -> [Event] { (0..<count).map { _ in next() } }
 
     static func time(_ seq: UInt64) -> Timestamp { Timestamp(microsecondsSince1970: startTime + Int64(seq) * 1_000) }
+
+    /// Writes the first `count` events to a new file at `path` as `eventlog export` prints
+    /// them: one JSON record per line, each as the store holds it (seq from 1, `time(seq)`, its
+    /// checksum). Writes 10,000 lines at a time, so memory stays small whatever `count`.
+    static func export(_ count: Int, to path: String) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard descriptor >= 0 else { throw BenchmarkError(description: "cannot create \(path): \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        var workload = Workload()
+        var lines = ""
+        for seq in 1...UInt64(count) {
+            let bytes = EventRecord.storedBytes(of: workload.next(), seq: seq, time: time(seq))
+            lines += try bytes.withUnsafeBytes { try EventRecord(storedBytes: $0, seq: seq) }.jsonValue.json() + "\n"
+            guard seq % 10_000 == 0 || seq == UInt64(count) else { continue }
+            let written = lines.withUTF8 { write(descriptor, $0.baseAddress, $0.count) == $0.count }
+            guard written else { throw BenchmarkError(description: "cannot write \(path): \(String(cString: strerror(errno)))") }
+            lines.removeAll(keepingCapacity: true)
+        }
+    }
+}
+
+/// A line the JSON-lines peer decodes and folds into its state: the writes it carries.
+protocol JSONLine: Decodable {
+    var writes: [TraceLine.Change] { get }
 }
 
 /// The JSON-lines peer's record: what a quick hand-written trace would encode with
 /// Foundation's `JSONEncoder`.
-struct TraceLine: Codable {
+struct TraceLine: Codable, JSONLine {
     struct Change: Codable {
         var path: String
         var old: String?
@@ -73,4 +97,25 @@ struct TraceLine: Codable {
         payload = event.payload.objectValue.map { Dictionary(uniqueKeysWithValues: zip($0.keys, $0.values.map { $0.stringValue ?? "" })) } ?? [:]
         writes = event.writes.map { Change(path: $0.path.description, old: $0.old?.stringValue, new: $0.new?.stringValue) }
     }
+}
+
+/// The JSON-lines peer's reading of a record as `eventlog export` writes it, for the workload's
+/// events (their payloads and written values are all strings).
+struct ExportedLine: JSONLine {
+    struct Cause: Decodable {
+        var id: String
+        var step: Int
+        var source: String
+    }
+
+    var seq: UInt64
+    var time: String
+    var checksum: String
+    var stream: String
+    var type: String
+    var origin: String
+    var cause: Cause?
+    var outcome: String
+    var payload: [String: String]
+    var writes: [TraceLine.Change]
 }

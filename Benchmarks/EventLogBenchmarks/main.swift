@@ -65,7 +65,7 @@ let readSteps = [("replay", ["replay", "replay.state"]), ("snapshot.random", ["s
                  ("bisect.where", ["bisect.where"]), ("verify", ["verify"]), ("storage", ["storage"])]
 let objectScenarios = ["objects.create", "objects.update", "objects.delete", "objects.replay", "objects.fetch"]
 let allScenarios = ["append.durable.single"] + batchRuns.map(\.name) + ["append.concurrent"] + objectScenarios
-    + readSteps.flatMap(\.1)
+    + readSteps.flatMap(\.1) + ["import.jsonl"]
 let filter = only
 func wanted(_ name: String) -> Bool { filter.map { name.contains($0) } ?? true }
 if let filter, !allScenarios.contains(where: wanted) {
@@ -87,6 +87,8 @@ var peakMemory = PeakMemory()
     reports += rounds[0].indices.map { index in ScenarioReport(combining: rounds.map { $0[index] }) }
 }
 do {
+    // Found before any step runs, so that a missing binary fails a full run at its start.
+    let eventlogBinary = wanted("import.jsonl") ? try Scenarios.eventlogBinary() : nil
     try step("append.durable.single") {
         [try Scenarios.append(name: "append.durable.single", summary: "one event per durable commit",
                               events: sizes.singleCommits, batch: 1, fast: false, only: subject)]
@@ -118,6 +120,9 @@ do {
                 }
             }
         }
+    }
+    if let eventlogBinary {
+        try step("import.jsonl") { [try Scenarios.importJSONLines(events: sizes.importEvents, binary: eventlogBinary)] }
     }
 } catch {
     FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
