@@ -20,17 +20,27 @@ struct Context: Sendable {
     func printJSON(_ value: StateValue) { console.line(value.json()) }
 
     /// Opens the event log; read-only unless `writable`, in which case it is created when
-    /// missing. Failures become exit code 3 with a one-line reason.
+    /// missing. Failures become exit code 3 with a one-line reason; damage, exit code 1.
     func openStore(writable: Bool = false, clock: Clock = .system) throws(CLIError) -> EventStore {
         var options = EventStore.Options()
         options.readOnly = !writable
         options.clock = clock
         do {
             return try EventStore(path: databasePath, options: options)
+        } catch let error as EventStoreError {
+            guard case .damaged = error else { throw CLIError.unavailable("cannot open \(databasePath): \(error)") }
+            throw damaged(databasePath, error)
+        } catch let error as LMDBError where error.isDamage {
+            throw damaged(databasePath, error)
         } catch {
             throw CLIError.unavailable("cannot open \(databasePath): \(error)")
         }
     }
+}
+
+/// Damage found in the database at `path`: exit 1, with where to go next.
+func damaged(_ path: String, _ error: any Error) -> CLIError {
+    CLIError.problem("\(path): \(error); 'eventlog verify' says where, 'eventlog salvage' copies what is good")
 }
 
 /// Runs library code and turns its errors into the CLI's: bad references are usage errors
@@ -44,10 +54,12 @@ func attempt<R>(writingTo database: String? = nil, _ body: () throws -> R) throw
         return try body()
     } catch let error as CLIError {
         throw error
+    } catch let error as LMDBError where error.isDamage {
+        throw damaged(database ?? "the database", error)
     } catch let error as EventStoreError {
         switch error {
         case .noSuchEvent, .staleWrite, .invalidWrite, .limitExceeded, .readOnly: throw CLIError.badInput("\(error)")
-        case .corruptRecord, .corruptKeyframe: throw CLIError.problem("\(error)")
+        case .corruptRecord, .damaged: throw CLIError.problem("\(error)")
         case .notFound, .notAnEventLog, .newerFormat, .storage: throw unavailable(error)
         }
     } catch {

@@ -277,6 +277,7 @@ import Testing
             try environment.write { txn in
                 let meta = try #require(try txn.openDatabase(named: "meta"))
                 try txn.put(meta, key: "format", value: 99)
+                try txn.put(meta, key: "checksum", value: EventStore.metaChecksum([99, 8, 4]))
             }
         }
         for readOnly in [false, true] {

@@ -213,3 +213,30 @@ struct HostileEvents {
         return text
     }
 }
+
+/// Keyframes are a cache: a damaged one is reported by `verify` and passed over by reads.
+@Suite struct DamagedKeyframeTests {
+    @Test func aDamagedKeyframeIsSkippedAndReported() throws {
+        let directory = TemporaryDirectory()
+        let store = try EventStore(path: directory.file("log.lmdb"), options: .testing())
+        let folded = try store.appendRandomSession(seed: 7, count: 300)
+        let last = try #require(try store.keyframeSeqs().last)
+        try store.environment.write { txn in
+            try RecordCodec.withKey(last) { key in
+                var bytes = Array(try #require(try txn.get(store.keyframes, key: key)))
+                bytes[bytes.count / 2] ^= 0x01
+                try bytes.withUnsafeBytes { try txn.put(store.keyframes, key: key, value: $0) }
+            }
+        }
+        // A new store (as a new process) rebuilds its state from the keyframe before.
+        let reopened = try EventStore(path: directory.file("log.lmdb"), options: .testing())
+        for seq in [last - 1, last, 300] {
+            #expect(try reopened.snapshot(after: seq) == folded[Int(seq)])
+        }
+        let report = try reopened.verify()
+        #expect(report.problem?.seq == last)
+        #expect(report.problem?.reason.hasPrefix("keyframe: checksum mismatch") == true)
+        try reopened.append(Event(stream: "s", type: "t"))
+        #expect(try reopened.lastSeq() == 301)
+    }
+}

@@ -55,6 +55,9 @@ public final class EventStore: @unchecked Sendable {
         static let format = "format"
         static let keyframeRatio = "keyframeRatio"
         static let keyframeMinimumEvents = "keyframeMinimumEvents"
+        /// CRC-32C of the three values above, in this order; every format version keeps it.
+        static let checksum = "checksum"
+        static let checked = [format, keyframeRatio, keyframeMinimumEvents]
     }
 
     /// Opens the event log in directory `path`, creating it unless `options.readOnly`.
@@ -62,6 +65,9 @@ public final class EventStore: @unchecked Sendable {
         if options.readOnly && !FileManager.default.fileExists(atPath: path + "/data.mdb") {
             throw EventStoreError.notFound(path: path)
         }
+        // Before LMDB maps the file: a truncated or emptied file must be reported, not read
+        // past its end (a fault) or taken for a new database.
+        do { _ = try StorageCheck.checkHeader(path: path + "/data.mdb") } catch { throw EventStoreError.damaged(error.description) }
 
         var environmentOptions = Environment.Options()
         environmentOptions.readOnly = options.readOnly
@@ -71,38 +77,55 @@ public final class EventStore: @unchecked Sendable {
         isReadOnly = options.readOnly
         clock = options.clock
 
-        let open = { (txn: borrowing Transaction, create: Bool) throws -> (Database, Database, Database, KeyframePolicy?) in
-            guard let meta = try txn.openDatabase(named: "meta", create: create),
-                  let events = try txn.openDatabase(named: "events", create: create),
-                  let keyframes = try txn.openDatabase(named: "keyframes", create: create)
+        let open = { (txn: borrowing Transaction, writable: Bool) throws -> (Database, Database, Database, KeyframePolicy) in
+            // Only a brand-new environment becomes a log: one holding anything else (another
+            // program's databases) is never written to.
+            let isNew = try writable && txn.mainDatabaseIsEmpty()
+            guard let meta = try txn.openDatabase(named: "meta", create: isNew),
+                  let events = try txn.openDatabase(named: "events", create: isNew),
+                  let keyframes = try txn.openDatabase(named: "keyframes", create: isNew)
             else { throw EventStoreError.notAnEventLog(path: path) }
-            let format = try txn.get(meta, key: MetaKey.format).map { try Self.readUInt32($0) }
-            if let format, format > Self.formatVersion {
-                throw EventStoreError.newerFormat(found: format, supported: Self.formatVersion)
-            }
-            if create && format == nil {
-                guard try txn.count(events) == 0 else { throw EventStoreError.notAnEventLog(path: path) }
-                try txn.put(meta, key: MetaKey.format, value: Self.formatVersion)
-                try txn.put(meta, key: MetaKey.keyframeRatio, value: options.keyframePolicy.ratio)
-                try txn.put(meta, key: MetaKey.keyframeMinimumEvents, value: options.keyframePolicy.minimumEvents)
+            if isNew {
+                let values = [Self.formatVersion, options.keyframePolicy.ratio, options.keyframePolicy.minimumEvents]
+                for (key, value) in zip(MetaKey.checked, values) { try txn.put(meta, key: key, value: value) }
+                try txn.put(meta, key: MetaKey.checksum, value: Self.metaChecksum(values))
                 return (meta, events, keyframes, options.keyframePolicy)
             }
-            guard format != nil,
-                  let ratio = try txn.get(meta, key: MetaKey.keyframeRatio).map({ try Self.readUInt32($0) }),
-                  let minimum = try txn.get(meta, key: MetaKey.keyframeMinimumEvents).map({ try Self.readUInt32($0) })
-            else { return (meta, events, keyframes, nil) }
+            let values = try MetaKey.checked.map { key in try txn.get(meta, key: key).map { try Self.readUInt32($0, key) } }
+            let checksum = try txn.get(meta, key: MetaKey.checksum).map { try Self.readUInt32($0, MetaKey.checksum) }
+            // With a checksum the record is known to be a log's (every format keeps this one),
+            // and anything off is damage, a format number included.
+            if let checksum, values.contains(nil) || checksum != Self.metaChecksum(values.map { $0 ?? 0 }) {
+                throw EventStoreError.damaged("the meta record (format, keyframe policy) fails its checksum")
+            }
+            if let format = values[0], format > Self.formatVersion {
+                throw EventStoreError.newerFormat(found: format, supported: Self.formatVersion)
+            }
+            guard let format = values[0], let ratio = values[1], let minimum = values[2] else {
+                throw EventStoreError.notAnEventLog(path: path)
+            }
+            if checksum == nil && writable {
+                // Written before the meta record had a checksum.
+                try txn.put(meta, key: MetaKey.checksum, value: Self.metaChecksum([format, ratio, minimum]))
+            }
             return (meta, events, keyframes, KeyframePolicy(ratio: ratio, minimumEvents: minimum))
         }
         let opened = try options.readOnly ? environment.read { try open($0, false) } : environment.write { try open($0, true) }
-        guard let policy = opened.3 else { throw EventStoreError.notAnEventLog(path: path) }
-        (meta, events, keyframes) = (opened.0, opened.1, opened.2)
-        keyframePolicy = policy
-        tip = try environment.read { txn in try currentTip(in: txn) }
+        (meta, events, keyframes, keyframePolicy) = opened
+        // A log damaged near its end still opens, so that its good part can be read, verified
+        // and salvaged; the first write rebuilds the tip and is refused while the damage stands.
+        tip = (try? environment.read { txn in try currentTip(in: txn) }) ?? .unknown
     }
 
-    private static func readUInt32(_ bytes: UnsafeRawBufferPointer) throws -> UInt32 {
-        guard bytes.count == 4 else { throw EventStoreError.corruptRecord(seq: 0, reason: "meta value of \(bytes.count) bytes") }
+    private static func readUInt32(_ bytes: UnsafeRawBufferPointer, _ key: String) throws -> UInt32 {
+        guard bytes.count == 4 else {
+            throw EventStoreError.damaged("the meta record's \"\(key)\" holds \(bytes.count) bytes where a 4-byte number belongs")
+        }
         return UInt32(littleEndian: bytes.loadUnaligned(as: UInt32.self))
+    }
+
+    static func metaChecksum(_ values: [UInt32]) -> UInt32 {
+        values.map(\.littleEndian).withUnsafeBytes { CRC32C.checksum($0) }
     }
 
     // MARK: Appending
@@ -348,22 +371,25 @@ public final class EventStore: @unchecked Sendable {
         var bytes: Int
     }
 
-    /// The newest keyframe at or before `seq`, or the empty state at 0.
+    /// The newest keyframe at or before `seq` that is intact, or the empty state at 0.
+    /// Keyframes are a cache: a damaged one (which `verify` reports) is passed over for the
+    /// one before it, and the write sets in between make up the difference.
     func keyframe(atOrBefore seq: UInt64, in txn: borrowing Transaction) throws -> Keyframe {
         try txn.withCursor(keyframes) { cursor in
             var entry = try RecordCodec.withKey(seq) { try cursor.seek(atOrAfter: $0) }
-            if let found = entry, try RecordCodec.seq(fromKey: found.key) != seq {
+            if let found = entry, (try? RecordCodec.seq(fromKey: found.key)) != seq {
                 entry = try cursor.previous()
             } else if entry == nil {
                 entry = try cursor.last()
             }
-            guard let entry else { return Keyframe(seq: 0, state: .emptyObject, bytes: KeyframeProgress.emptyStateBytes) }
-            let at = try RecordCodec.seq(fromKey: entry.key)
-            do throws(DecodingError) {
-                return Keyframe(seq: at, state: try RecordCodec.decodeKeyframe(entry.value, seq: at), bytes: entry.value.count)
-            } catch {
-                throw EventStoreError.corruptKeyframe(seq: at, reason: error.reason)
+            while let current = entry {
+                if let at = try? RecordCodec.seq(fromKey: current.key), at <= seq,
+                   let state = try? RecordCodec.decodeKeyframe(current.value, seq: at) {
+                    return Keyframe(seq: at, state: state, bytes: current.value.count)
+                }
+                entry = try cursor.previous()
             }
+            return Keyframe(seq: 0, state: .emptyObject, bytes: KeyframeProgress.emptyStateBytes)
         }
     }
 

@@ -6,10 +6,11 @@ public enum EventStoreError: Error, Hashable, CustomStringConvertible {
     case notAnEventLog(path: String)
     /// The database was written by a newer version of EventLog.
     case newerFormat(found: UInt32, supported: UInt32)
+    /// The storage itself is damaged: a truncated or emptied file, a broken LMDB page, a
+    /// meta record that fails its checksum. `verify` says where; `salvage` copies what it can.
+    case damaged(String)
     /// A stored record failed its checksum or could not be decoded.
     case corruptRecord(seq: UInt64, reason: String)
-    /// A stored keyframe failed its checksum or could not be decoded.
-    case corruptKeyframe(seq: UInt64, reason: String)
     /// A write's old value is not what the state holds: the write set was computed against
     /// another state. Nothing was appended.
     case staleWrite(path: StatePath, expected: StateValue?, actual: StateValue?)
@@ -31,8 +32,8 @@ public enum EventStoreError: Error, Hashable, CustomStringConvertible {
         case .notAnEventLog(let path): "\(path) is an LMDB environment but not an event log"
         case .newerFormat(let found, let supported):
             "the database has format version \(found), newer than the \(supported) this build reads; upgrade eventlog"
+        case .damaged(let reason): "the database is damaged: \(reason)"
         case .corruptRecord(let seq, let reason): "record \(seq) is corrupt: \(reason)"
-        case .corruptKeyframe(let seq, let reason): "keyframe at \(seq) is corrupt: \(reason)"
         case .staleWrite(let path, let expected, let actual):
             "stale write at \(path): the write set expects \(expected?.json() ?? "absent") but the state holds \(actual?.json() ?? "absent")"
         case .invalidWrite(let error): "invalid write: \(error)"

@@ -1,10 +1,13 @@
 /// What `EventStore.verify` found.
 public struct VerificationReport: Sendable, Hashable {
+    public init(problem: Problem? = nil) { self.problem = problem }
+
     /// The first thing wrong, at the seq where it was found.
     public struct Problem: Sendable, Hashable, CustomStringConvertible {
+        /// The seq of the event concerned; 0 for the storage itself.
         public var seq: UInt64
         public var reason: String
-        public var description: String { "seq \(seq): \(reason)" }
+        public var description: String { seq == 0 ? reason : "seq \(seq): \(reason)" }
 
         public init(seq: UInt64, reason: String) {
             self.seq = seq
@@ -23,6 +26,29 @@ public struct VerificationReport: Sendable, Hashable {
 }
 
 extension EventStore {
+    /// Checks the structure of the LMDB file in directory `path` without trusting it, before
+    /// anything reads it through LMDB (which follows its pages unchecked, and can fault on a
+    /// damaged one): both meta pages, every page of every tree, the free list
+    /// (`StorageCheck.walk`). Returns the damage found, `nil` when there is none (or no LMDB
+    /// file to walk). Run it before opening a store to verify it.
+    public static func verifyStorage(at path: String) throws -> VerificationReport.Problem? {
+        do {
+            // No file, or no LMDB file at all: nothing to walk; opening the store says which.
+            guard try StorageCheck.checkHeader(path: path + "/data.mdb") != nil else { return nil }
+            var options = Environment.Options()
+            options.readOnly = true
+            let environment = try Environment.open(path: path, options: options)
+            // Beginning a read transaction touches only the meta pages, which are checked.
+            for _ in 0..<8 {
+                if try environment.read({ try StorageCheck.walk(path: path + "/data.mdb", txnID: $0.snapshotID) }) { return nil }
+                // A writer committed twice meanwhile: walk the newer snapshot.
+            }
+            return nil
+        } catch let damage as StorageCheck.Damage {
+            return .init(seq: 0, reason: damage.description)
+        }
+    }
+
     /// Reads the whole log in one snapshot and checks, stopping at the first problem: every
     /// record's checksum and encoding; a dense sequence from 1; every write's old value
     /// against the fold of the writes before it; every keyframe's checksum, its place (where

@@ -106,6 +106,12 @@ public struct PredicateSyntaxError: Error, Hashable, CustomStringConvertible {
 private struct PredicateParser {
     let text: [Unicode.Scalar]
     var at = 0
+    /// Parentheses and `!` open around the current position, and `&&`/`||` read so far: both
+    /// bounded, so that neither parsing nor evaluating (each recursive) can exhaust the stack.
+    var nesting = 0
+    var connectives = 0
+    static let maxNesting = 100
+    static let maxConnectives = 1_000
 
     mutating func parse() throws(PredicateSyntaxError) -> Predicate.Node {
         skipSpace()
@@ -118,19 +124,40 @@ private struct PredicateParser {
 
     mutating func or() throws(PredicateSyntaxError) -> Predicate.Node {
         var node = try and()
-        while consume("||") { node = .or(node, try and()) }
+        while consume("||") {
+            try countConnective("||")
+            node = .or(node, try and())
+        }
         return node
     }
 
     mutating func and() throws(PredicateSyntaxError) -> Predicate.Node {
         var node = try unary()
-        while consume("&&") { node = .and(node, try unary()) }
+        while consume("&&") {
+            try countConnective("&&")
+            node = .and(node, try unary())
+        }
         return node
+    }
+
+    mutating func countConnective(_ op: String) throws(PredicateSyntaxError) {
+        connectives += 1
+        guard connectives <= Self.maxConnectives else {
+            at -= op.count
+            throw fail("more than \(Self.maxConnectives) '&&' and '||'")
+        }
+    }
+
+    mutating func enter() throws(PredicateSyntaxError) {
+        nesting += 1
+        guard nesting <= Self.maxNesting else { throw fail("nested deeper than \(Self.maxNesting) levels") }
     }
 
     mutating func unary() throws(PredicateSyntaxError) -> Predicate.Node {
         skipSpace()
         if peek("!") && !peek("!=") {
+            try enter()
+            defer { nesting -= 1 }
             at += 1
             return .not(try unary())
         }
@@ -159,6 +186,8 @@ private struct PredicateParser {
         }
         let c = text[at]
         if c == "(" {
+            try enter()
+            defer { nesting -= 1 }
             at += 1
             let inner = try or()
             skipSpace()

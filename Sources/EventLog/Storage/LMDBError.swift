@@ -33,6 +33,11 @@ public struct LMDBError: Error, Hashable, CustomStringConvertible {
     public static let corrupted = LMDBError(code: MDB_CORRUPTED)
     /// `MDB_PANIC`: a fatal error occurred earlier and the environment must be closed.
     public static let panic = LMDBError(code: MDB_PANIC)
+    /// `MDB_PAGE_NOTFOUND`: a page the tree names is not in the file.
+    public static let pageNotFound = LMDBError(code: MDB_PAGE_NOTFOUND)
+
+    /// Whether LMDB found its own file damaged (`MDB_CORRUPTED`, `MDB_PAGE_NOTFOUND`).
+    public var isDamage: Bool { self == .corrupted || self == .pageNotFound }
     /// `MDB_VERSION_MISMATCH`: the environment was written by an incompatible LMDB version.
     public static let versionMismatch = LMDBError(code: MDB_VERSION_MISMATCH)
     /// `MDB_INVALID`: the file is not an LMDB file.

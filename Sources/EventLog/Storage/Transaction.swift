@@ -23,6 +23,16 @@ public struct Transaction: ~Copyable {
         return Database(id: dbi)
     }
 
+    /// Whether the environment's main database holds nothing (no named database, no key).
+    func mainDatabaseIsEmpty() throws -> Bool {
+        var dbi: MDB_dbi = 0
+        try check(mdb_dbi_open(handle, nil, 0, &dbi))
+        return try count(Database(id: dbi)) == 0
+    }
+
+    /// The id of the snapshot this transaction reads (`mdb_txn_id`).
+    var snapshotID: Int { mdb_txn_id(handle) }
+
     /// The value stored under the UTF-8 bytes of `key`.
     public func get(_ db: Database, key: String) throws -> UnsafeRawBufferPointer? {
         var key = key

@@ -4,7 +4,7 @@ import Objects
 
 /// The commands that read, check, export and import the log itself.
 enum LogCommands {
-    static let all: [CommandSpec] = [info, log, show, snapshot, diff, verify, export, ImportCommand.spec, rebuild]
+    static let all: [CommandSpec] = [info, log, show, snapshot, diff, verify, salvage, export, ImportCommand.spec, rebuild]
 
     static let info = CommandSpec(
         name: "info",
@@ -144,16 +144,20 @@ enum LogCommands {
             ('eventlog rebuild' makes it anew).
             """
     ) { _, context in
-        let store = try context.openStore()
-        var report = try attempt { try store.verify { context.console.progress("verified \($0) events") } }
-        context.console.endProgress()
-        if report.isOK, let problem = try attempt({ try ObjectStore(store: store).verifyReadModel() }) {
-            report.problem = .init(seq: report.eventsChecked, reason: problem)
+        let report: VerificationReport
+        do throws(CLIError) {
+            report = try verification(context)
+        } catch {
+            // Damage found on opening (a truncated file, a broken meta page) is a finding too.
+            guard error.code == .problem else { throw error }
+            report = VerificationReport(problem: .init(seq: 0, reason: error.message))
         }
         if context.json {
             let problem: StateValue = report.problem.map { ["reason": .string($0.reason), "seq": .int(Int64($0.seq))] } ?? .null
             context.printJSON(["events": .int(Int64(report.eventsChecked)), "keyframes": .int(Int64(report.keyframesChecked)),
                                "ok": .bool(report.isOK), "problem": problem])
+        } else if let problem = report.problem, problem.seq == 0 {
+            context.console.line("problem in the storage: \(problem.reason)")
         } else if let problem = report.problem {
             context.console.line("problem at seq \(problem.seq): \(problem.reason) (\(report.eventsChecked) events good before it)")
         } else {
@@ -170,6 +174,63 @@ enum LogCommands {
         let store = try context.openStore()
         try forEachRecord(in: store, arguments) { context.console.line($0.jsonValue.json()) }
         return .ok
+    }
+
+    /// The log's own checks, then its read models against it.
+    private static func verification(_ context: Context) throws(CLIError) -> VerificationReport {
+        if let damage = try attempt({ try EventStore.verifyStorage(at: context.databasePath) }) {
+            return VerificationReport(problem: damage)
+        }
+        let store = try context.openStore()
+        var report = try attempt { try store.verify { context.console.progress("verified \($0) events") } }
+        context.console.endProgress()
+        if report.isOK, let problem = try attempt({ try ObjectStore(store: store).verifyReadModel() }) {
+            report.problem = .init(seq: report.eventsChecked, reason: problem)
+        }
+        return report
+    }
+
+    static let salvage = CommandSpec(
+        name: "salvage",
+        summary: "Copy every good event of a damaged log into a new database, and say what stays behind.",
+        discussion: """
+            Copies the events from 1 up to the first one that is damaged (its record does not read
+            back, or its writes do not match the state), with their seqs, times and contents; each
+            event builds on the ones before it, so the first damaged one and all after it stay
+            behind. The new database gets its own keyframes and read models. Exits 1 when
+            something stayed behind.
+            """,
+        options: [.init(name: "to", value: "NEW_DB", help: "The database to create (it must not hold events).")]
+    ) { arguments, context in
+        guard let targetPath = arguments.value("to") else { throw CLIError.usage("missing --to NEW_DB") }
+        let store = try context.openStore()
+        let newDatabase = NewDatabase(at: targetPath)
+        var targetContext = context
+        targetContext.databasePath = targetPath
+        let target = try targetContext.openStore(writable: true)
+        guard try attempt({ try target.lastSeq() }) == 0 else {
+            throw CLIError.badInput("\(targetPath) already holds events; salvage into a new database")
+        }
+        let report = try attempt(writingTo: targetPath) {
+            let report = try store.salvage(into: target) { context.console.progress("copied \($0) events") }
+            try ObjectStore(store: target).rebuildReadModel()
+            return report
+        }
+        context.console.endProgress()
+        if report.copied == nil { newDatabase.removeIfStillEmpty(target) }
+        if context.json {
+            let copied: StateValue = report.copied.map { .int(Int64($0.upperBound)) } ?? 0
+            let left: StateValue = report.firstLeftBehind.map { ["firstSeq": .int(Int64($0.seq)), "lastSeq": .int(Int64(report.lastSeq)),
+                                                                 "reason": .string($0.reason)] } ?? .null
+            context.printJSON(["copied": copied, "leftBehind": left, "to": .string(targetPath)])
+        } else {
+            context.console.line(report.copied.map { "copied events \($0.lowerBound)…\($0.upperBound) into \(targetPath)" } ?? "copied no event")
+            if let left = report.firstLeftBehind {
+                let rest = report.lastSeq > left.seq ? " and the \(report.lastSeq - left.seq) events after it (to \(report.lastSeq))" : ""
+                context.console.line("left behind: event \(left.seq) (\(left.reason))\(rest)")
+            }
+        }
+        return report.firstLeftBehind == nil ? .ok : .problem
     }
 
     static let rebuild = CommandSpec(
