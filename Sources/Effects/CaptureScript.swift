@@ -10,7 +10,8 @@ import EventLog
 ///
 /// `open URL` runs the URL's plan with origin `capture`; `wait D` lets D pass (`ms` or `s`)
 /// and re-checks a waiting plan; `swipe-back` is the system popping one screen;
-/// `capture NAME [PATH]` records the state (or the value at PATH) after the newest event.
+/// `capture NAME [PATH]` records the state (or the value at PATH, absent when nothing is
+/// there) after the newest event.
 public struct CaptureScript: Sendable, Hashable {
     public enum Instruction: Sendable, Hashable {
         case open(String)
@@ -30,7 +31,8 @@ public struct CaptureScript: Sendable, Hashable {
     /// Parses a script; throws with the line number of the first bad line. Parsing checks
     /// the shape only: URLs are routed when they run.
     public init(parsing text: String) throws(CaptureScriptError) {
-        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // Any line ending: "\r\n" is one Character in Swift, which a split on "\n" misses.
+        for (index, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let number = index + 1
             let content = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
             let words = content.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).map(String.init)
@@ -83,7 +85,8 @@ public struct Capture: Sendable, Hashable {
     public var name: String
     /// The seq of the newest event when the capture was taken.
     public var seq: UInt64
-    public var value: StateValue
+    /// The state, or the value at the capture's path; `nil` when nothing was there.
+    public var value: StateValue?
 }
 
 extension EffectEngine {
@@ -107,14 +110,7 @@ extension EffectEngine {
             case .capture(let name, let path):
                 let seq = try store.lastSeq()
                 let state = try store.snapshot(after: seq)
-                let value: StateValue
-                if let path {
-                    guard let found = state[path] else { throw CaptureScriptError(line: line.number, reason: "nothing at \(path)") }
-                    value = found
-                } else {
-                    value = state
-                }
-                captures.append(Capture(name: name, seq: seq, value: value))
+                captures.append(Capture(name: name, seq: seq, value: path.map { state[$0] } ?? state))
             }
         }
         return captures

@@ -1,3 +1,4 @@
+import EventLog
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -41,13 +42,28 @@ public final class Console: @unchecked Sendable {
         writeErr(text)
     }
     /// stdin's lines, read a chunk at a time.
-    func stdinLines() -> LineReader { LineReader(readIn) }
+    func stdinLines(maxLineBytes: Int = StateLimits.maxJSONLineBytes) -> LineReader { LineReader(maxLineBytes: maxLineBytes, readIn) }
 
-    /// All of stdin.
-    func stdin() throws -> Data {
-        var data = Data()
-        while let chunk = try readIn(), !chunk.isEmpty { data.append(chunk) }
-        return data
+    /// The whole of `source` (a file, or stdin for `-`) as UTF-8 text of at most `limit`
+    /// bytes; more, text that is not UTF-8, or a source that cannot be read is bad input,
+    /// named as `what`.
+    func readText(_ source: String, limit: Int, what: String) throws(CLIError) -> String {
+        var lines: LineReader
+        if source == "-" { lines = stdinLines(maxLineBytes: limit) } else { lines = try LineReader(path: source, maxLineBytes: limit) }
+        var bytes: [UInt8] = []
+        do {
+            while let line = try lines.next() {
+                bytes += line
+                bytes.append(UInt8(ascii: "\n"))
+                guard bytes.count <= limit + 1 else { throw LineReader.LineTooLong(limit: limit) }
+            }
+        } catch {
+            throw CLIError.badInput("cannot read the \(what) \(source == "-" ? "on stdin" : source): \(error)")
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw CLIError.badInput("the \(what) \(source == "-" ? "on stdin" : source) is not UTF-8 text")
+        }
+        return text
     }
 
     /// Draws `text` over the previous progress line, when progress is shown.

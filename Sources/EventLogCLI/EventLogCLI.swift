@@ -2,6 +2,9 @@ import EventLog
 
 /// The `eventlog` command line: `main.swift` only glues the process to `run`.
 public enum EventLogCLI {
+    /// This program's version.
+    public static let version = "0.9.0"
+
     static let commands: [CommandSpec] = LogCommands.all + MessengerCommands.all + ObjectCommands.all + AnalysisCommands.all
 
     /// Parses `arguments` (without the program name), runs the command and returns its exit
@@ -14,6 +17,9 @@ public enum EventLogCLI {
             case .help(let command):
                 console.out(command.map(Help.command) ?? Help.overview(commands))
                 return ExitCode.ok.rawValue
+            case .version:
+                console.line("eventlog \(version) (storage format \(EventStore.formatVersion))")
+                return ExitCode.ok.rawValue
             case .run(let command, let parsed):
                 spec = command
                 let context = Context(arguments: parsed, environment: environment, console: console)
@@ -21,7 +27,8 @@ public enum EventLogCLI {
             }
         } catch let error as CLIError {
             console.endProgress()
-            console.error("Error: \(error.message)\n")
+            // One line, whatever recorded or typed text the message quotes.
+            console.error("Error: \(Render.escaped(error.message))\n")
             if error.showUsage {
                 let usage = error.usageLine ?? spec?.usage ?? "eventlog <command> [arguments] [--db PATH] [--json]"
                 console.error("Usage: \(usage)\n")

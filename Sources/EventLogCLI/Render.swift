@@ -23,7 +23,7 @@ enum Render {
             + "  " + shortTime(record.time)
             + "  " + event.origin.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)
             + event.outcome.name.padding(toLength: 10, withPad: " ", startingAt: 0)
-            + "\(event.stream)/\(stepName(event))"
+            + "\(escaped(event.stream))/\(stepName(event))"
             + (detail.isEmpty ? "" : "  " + detail)
     }
 
@@ -41,8 +41,8 @@ enum Render {
     static func detail(_ event: Event) -> String {
         switch event.outcome {
         case .applied: event.writes.map(write).joined(separator: "; ")
-        case .skipped(let reason): reason
-        case .cancelled: "superseded by a newer plan" + (event.cause.map { " (during \($0.id))" } ?? "")
+        case .skipped(let reason): escaped(reason)
+        case .cancelled: "superseded by a newer plan" + (event.cause.map { " (during \(escaped($0.id)))" } ?? "")
         }
     }
 
@@ -54,8 +54,30 @@ enum Render {
 
     /// `expandAvatar(aria-7)`: the event type and its payload's values.
     static func stepName(_ event: Event) -> String {
-        guard case .object(let arguments) = event.payload, !arguments.isEmpty, event.type != "planStarted" else { return event.type }
-        return event.type + "(" + arguments.values.map { $0.stringValue ?? $0.json() }.joined(separator: ", ") + ")"
+        guard case .object(let arguments) = event.payload, !arguments.isEmpty, event.type != "planStarted" else { return escaped(event.type) }
+        return escaped(event.type + "(" + arguments.values.map { $0.stringValue ?? $0.json() }.joined(separator: ", ") + ")")
+    }
+
+    /// `text` with its control characters (C0, DEL, C1, line and paragraph separators)
+    /// written as escapes (`\n`, `\u{1B}`), so that no recorded string can forge lines or
+    /// drive the terminal. Every recorded string in human output goes through it.
+    static func escaped(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where isControl(scalar): out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
     }
 
     /// RFC 3339 to the millisecond.

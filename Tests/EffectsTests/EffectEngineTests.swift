@@ -229,16 +229,17 @@ final class Harness {
 
     @Test func runsThroughTheEngineWithOriginCapture() throws {
         let harness = try Harness()
-        let script = try CaptureScript(parsing: "open set\ncapture after-set app.label\nopen scroll\nwait 2s\ncapture end")
+        let script = try CaptureScript(parsing: "open set\r\ncapture after-set app.label\nopen scroll\nwait 2s\ncapture end\ncapture gone app.nothing")
         let plans: [String: Plan<TestModel.Effect>] = [
             "set": Plan(source: "set", steps: [.effect(.setLabel("captured")), .push("detail")]),
             "scroll": Plan(source: "scroll", steps: [.effect(.scroll("r"))]),
         ]
         let captures = try harness.engine.runCapture(script, plan: { plans[$0]! }, sleep: { harness.clock.advance(microseconds: $0) })
-        #expect(captures.map(\.name) == ["after-set", "end"])
+        #expect(captures.map(\.name) == ["after-set", "end", "gone"])
         #expect(captures[0].value == "captured")
         #expect(captures[0].seq == 4)
-        #expect(captures[1].value["app.scrolledTo"] == .null)
+        #expect(captures[1].value?["app.scrolledTo"] == .null)
+        #expect(captures[2].value == nil)
         var origins: Set<Origin> = []
         try harness.store.forEachRecord(from: 2) { origins.insert($0.event.origin); return true }
         #expect(origins == [.capture])

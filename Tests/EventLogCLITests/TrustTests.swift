@@ -199,6 +199,17 @@ import Testing
         #expect(differs.code == 2 && differs.err.contains("line 1: event 1 differs"), "\(differs.err)")
     }
 
+    @Test func aPredicateOverAPathNoStateHoldsIsWarnedOf() throws {
+        let db = dir.file("demo.lmdb")
+        #expect(try runEventlog(["demo", "--plans", "10", "--db", db]).code == 0)
+        let typo = try runEventlog(["bisect", "--where", #"messenger.selectedtab == "bots""#, "--db", db])
+        #expect(typo.code == 1)
+        #expect(typo.err.hasPrefix("warning: no state in 1…"), "\(typo.err)")
+        #expect(typo.err.hasSuffix(" holds messenger.selectedtab, which reads as null; did you mean messenger.selectedTab?\n"), "\(typo.err)")
+        let fine = try runEventlog(["bisect", "--where", #"messenger.selectedTab == "nowhere""#, "--db", db])
+        #expect(fine.code == 1 && fine.err.isEmpty, "\(fine.err)")
+    }
+
     @Test func importRefusesInputsWithoutEnd() throws {
         let zero = try runEventlog(["import", "/dev/zero", "--db", dir.file("z.lmdb")])
         #expect(zero.code == 2 && zero.err.contains("longer than"), "\(zero.err)")
@@ -279,6 +290,33 @@ import Testing
         #expect(salvage.code == 1)
         #expect(salvage.out.hasPrefix("copied events 1…39 into \(dir.file("saved.lmdb"))\nleft behind: event 40 (checksum mismatch"), "\(salvage.out)")
         #expect(try runEventlog(["verify", "--db", dir.file("saved.lmdb")]).out.hasPrefix("ok: 39 events and "))
+    }
+
+    /// Creating a database on a full filesystem: LMDB maps its lock file, whose writes to a
+    /// hole would fault (`SIGBUS`); it must be exit 3 with nothing left behind. A real full
+    /// filesystem needs a tmpfs mount, so root (as CI runs).
+    @Test(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
+    func creatingADatabaseOnAFullFilesystemFailsCleanly() throws {
+        let mountPoint = dir.file("full")
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        #expect(try run("/bin/mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", mountPoint]) == 0)
+        defer { _ = try? run("/bin/umount", [mountPoint]) }
+        // Fill it to the last block.
+        _ = try run("/bin/dd", ["if=/dev/zero", "of=\(mountPoint)/fill", "bs=4k", "count=64"])
+        let result = try runEventlog(["import", "-", "--db", mountPoint + "/log.lmdb"], stdin: #"{"stream":"s","type":"t"}"#)
+        #expect(result.code == 3, "\(result.err.prefix(300))")
+        #expect(result.err.contains("No space left on device"), "\(result.err.prefix(300))")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: mountPoint) == ["fill"])
+    }
+
+    private func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus
     }
 
     private func mdbStat(_ arguments: [String]) throws -> String {

@@ -53,6 +53,33 @@ import Testing
 }
 
 @Suite struct BisectionTests {
+    /// Skipped events are never taken as good: a skipped end, skips before the first bad event
+    /// in a scan, and a good end before which something is bad.
+    @Test func skipsAreNeverAnsweredAsGood() {
+        func verdicts(_ table: [UInt64: Verdict]) -> (UInt64) -> Verdict { { table[$0] ?? .good } }
+        let skippedEnd = verdicts([10: .skip])
+        #expect(Bisection.search(1...10, probe: skippedEnd).candidates == [10])
+        #expect(Bisection.scan(1...10, probe: skippedEnd).candidates == [10])
+        let skipsBeforeBad = verdicts([4: .skip, 5: .skip, 6: .bad, 7: .bad, 8: .bad, 9: .bad, 10: .bad])
+        #expect(Bisection.scan(1...10, probe: skipsBeforeBad) == BisectResult(firstBad: nil, candidates: [4, 5, 6], probes: 6, scanned: true))
+        #expect(Bisection.search(1...10, probe: skipsBeforeBad).candidates == [4, 5, 6])
+        // Bad in the middle, good again at the end: the search alone would say "nothing".
+        let transient = verdicts([4: .bad, 5: .bad])
+        #expect(Bisection.search(1...10, probe: transient).firstBad == nil)
+        #expect(Bisection.firstBad(in: 1...10, linear: false, probe: transient).firstBad == 4)
+        #expect(Bisection.firstBad(in: 1...10, linear: true, probe: transient) == BisectResult(firstBad: 4, probes: 4, scanned: true))
+    }
+
+    @Test func predicatesListTheirPathsAndRefuseRunawayNesting() throws {
+        #expect(try Predicate(parsing: #"a.b == "x" && (exists(c[0]) || !a.b)"#).paths == ["a.b", "c[0]"])
+        for text in [String(repeating: "(", count: 20_000) + "x" + String(repeating: ")", count: 20_000),
+                     String(repeating: "!", count: 100_000) + "x",
+                     (0..<100_000).map { "k\($0) == 1" }.joined(separator: " && ")] {
+            #expect(throws: PredicateSyntaxError.self) { try Predicate(parsing: text) }
+        }
+        #expect(throws: Never.self) { try Predicate(parsing: String(repeating: "(", count: 100) + "x" + String(repeating: ")", count: 100)) }
+    }
+
     @Test func binarySearchAgreesWithALinearScanOnRandomMonotonePredicates() {
         var rng = SplitMix64(seed: 11)
         for _ in 0..<500 {

@@ -46,7 +46,10 @@ public enum Bisection {
         while true {
             switch try test(bad) {
             case .bad: break
-            case .good: return BisectResult(firstBad: nil, probes: probes)
+            case .good:
+                // The events above it were skipped, never judged: the first bad may be one.
+                let unjudged = bad < range.upperBound ? Array(bad + 1...range.upperBound) : []
+                return BisectResult(firstBad: nil, candidates: unjudged, probes: probes)
             case .skip:
                 guard bad > range.lowerBound else { return BisectResult(firstBad: nil, candidates: Array(range), probes: probes) }
                 bad -= 1
@@ -82,14 +85,35 @@ public enum Bisection {
         return nil
     }
 
-    /// The first bad seq scanning `range` in order; exact whether or not bad stays bad.
+    /// The first bad seq scanning `range` in order; exact whether or not bad stays bad. A
+    /// skipped event is not taken as good: when skips come right before the first bad event
+    /// (or end the range), the answer is the list of candidates, as `search` gives.
     public static func scan(_ range: ClosedRange<UInt64>, probe: (UInt64) throws -> Verdict) rethrows -> BisectResult {
         var probes = 0
+        var skippedSinceGood: [UInt64] = []
         for seq in range {
             probes += 1
-            if try probe(seq) == .bad { return BisectResult(firstBad: seq, probes: probes, scanned: true) }
+            switch try probe(seq) {
+            case .good: skippedSinceGood.removeAll()
+            case .skip: skippedSinceGood.append(seq)
+            case .bad:
+                guard skippedSinceGood.isEmpty else { return BisectResult(firstBad: nil, candidates: skippedSinceGood + [seq], probes: probes, scanned: true) }
+                return BisectResult(firstBad: seq, probes: probes, scanned: true)
+            }
         }
-        return BisectResult(firstBad: nil, probes: probes, scanned: true)
+        return BisectResult(firstBad: nil, candidates: skippedSinceGood, probes: probes, scanned: true)
+    }
+
+    /// The first bad seq in `range`: a binary `search` unless `linear`, and a `scan` when the
+    /// search finds nothing bad, since a good end says nothing about the events before it
+    /// unless bad stays bad. Give a `probe` that remembers its verdicts so no event runs twice.
+    public static func firstBad(in range: ClosedRange<UInt64>, linear: Bool, probe: (UInt64) throws -> Verdict) rethrows -> BisectResult {
+        guard !linear else { return try scan(range, probe: probe) }
+        let binary = try search(range, probe: probe)
+        guard binary.firstBad == nil else { return binary }
+        var scanned = try scan(range, probe: probe)
+        scanned.probes += binary.probes
+        return scanned
     }
 }
 

@@ -41,6 +41,23 @@ public struct Predicate: Sendable, CustomStringConvertible {
     /// Whether `state` satisfies the predicate.
     public func evaluate(_ state: StateValue) -> Bool { Self.truth(root, state) }
 
+    /// The paths the predicate reads, in the order they appear, each once.
+    public var paths: [StatePath] {
+        var found: [StatePath] = []
+        func collect(_ node: Node) {
+            switch node {
+            case .literal: break
+            case .path(let path), .exists(let path): if !found.contains(path) { found.append(path) }
+            case .not(let inner): collect(inner)
+            case .and(let a, let b), .or(let a, let b), .compare(let a, _, let b):
+                collect(a)
+                collect(b)
+            }
+        }
+        collect(root)
+        return found
+    }
+
     private static func truth(_ node: Node, _ state: StateValue) -> Bool {
         switch node {
         case .not(let inner): return !truth(inner, state)

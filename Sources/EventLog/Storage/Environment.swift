@@ -102,9 +102,38 @@ public final class Environment: @unchecked Sendable {
     /// the one this process already has open there; the first opener's options win. A
     /// read-only environment is not shared with a caller who wants to write (`EBUSY`).
     public static func open(path: String, options: Options = Options()) throws -> Environment {
+        var created: [String] = []
         if !options.readOnly && options.createIfMissing {
-            if mkdir(path, 0o755) != 0 && errno != EEXIST { throw LMDBError(code: errno) }
+            if mkdir(path, 0o755) == 0 { created.append(path) } else if errno != EEXIST { throw LMDBError(code: errno) }
         }
+        // Files this call creates are removed again (never recursively) if opening fails, so
+        // that a failure leaves nothing behind, least of all an empty data.mdb that later
+        // reads as a damaged log.
+        let exists = { (file: String) in access(file, F_OK) == 0 }
+        var cleanup = [path + "/data.mdb", path + "/lock.mdb"].filter { !exists($0) }
+        do {
+            if !options.readOnly { try allocateLockFile(path + "/lock.mdb") }
+            return try opening(path: path, options: options)
+        } catch {
+            cleanup.removeAll { !exists($0) }
+            for file in cleanup { unlink(file) }
+            for directory in created { rmdir(directory) }
+            throw error
+        }
+    }
+
+    /// LMDB sizes the lock file with `ftruncate` and writes its reader table through a map:
+    /// on a full disk the writes to a hole fault (`SIGBUS`). Allocating its blocks first
+    /// turns that into an error (`ENOSPC`). 8 KiB is the size LMDB gives it for 126 readers.
+    private static func allocateLockFile(_ path: String) throws {
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw LMDBError(code: errno) }
+        defer { close(fd) }
+        let result = posix_fallocate(fd, 0, 8192)
+        guard result == 0 || result == EOPNOTSUPP || result == EINVAL else { throw LMDBError(code: result) }
+    }
+
+    private static func opening(path: String, options: Options) throws -> Environment {
         let key = URL(fileURLWithPath: path).resolvingSymlinksInPath().standardizedFileURL.path
         openedLock.lock()
         defer { openedLock.unlock() }

@@ -137,13 +137,31 @@ enum AnalysisCommands {
             let command = arguments.value("run")!
             let probe = CommandProbe(command: command, store: store, console: context.console)
             defer { probe.cleanUp() }
-            let range = from...to
-            answer.result = try attempt {
-                arguments.flag("linear") ? try Bisection.scan(range, probe: probe.verdict) : try Bisection.search(range, probe: probe.verdict)
-            }
+            answer.result = try attempt { try Bisection.firstBad(in: from...to, linear: arguments.flag("linear"), probe: probe.verdict) }
         }
+        if let predicate, answer.result.firstBad == nil { try warnOfAbsentPaths(predicate, store: store, from: from, to: to, context: context) }
         try report(answer, store: store, context: context)
         return answer.result.firstBad == nil ? .problem : .ok
+    }
+
+    /// A path no state in the range holds (a typo such as `messenger.selectedtab`) reads as
+    /// null everywhere and answers a question nobody asked: say so on stderr, with the
+    /// nearest path the newest state holds.
+    static func warnOfAbsentPaths(_ predicate: EventLog.Predicate, store: EventStore, from: UInt64, to: UInt64, context: Context) throws(CLIError) {
+        for path in predicate.paths {
+            let everPresent = try attempt { () throws -> Bool in
+                var found = false
+                try store.forEachState(from: from, to: to) { _, state in
+                    found = state[path] != nil
+                    return !found
+                }
+                return found
+            }
+            guard !everPresent else { continue }
+            let newest = try attempt { try store.snapshot(after: to) }
+            let suggestion = PathSuggestion.nearest(to: path, in: newest).map { "; did you mean \($0)?" } ?? ""
+            context.console.error("warning: no state in \(from)…\(to) holds \(path), which reads as null\(suggestion)\n")
+        }
     }
 
     /// What bisect found, with the extras of its mode.
@@ -200,11 +218,11 @@ enum AnalysisCommands {
     /// The event, its origin and cause, its writes, and optionally its diff.
     static func describe(_ record: EventRecord, previousSeq: UInt64?, diff: [Write] = []) -> [String] {
         let event = record.event
-        var lines = ["  event   \(event.stream)/\(Render.stepName(event))  \(event.outcome.name)  (origin \(event.origin.rawValue), \(record.time))"]
+        var lines = ["  event   \(Render.escaped(event.stream))/\(Render.stepName(event))  \(event.outcome.name)  (origin \(event.origin.rawValue), \(record.time))"]
         if let cause = event.cause {
-            lines.append("  cause   \(cause.id) step \(cause.step)" + (cause.source.isEmpty ? "" : ": \(cause.source)"))
+            lines.append("  cause   \(Render.escaped(cause.id)) step \(cause.step)" + (cause.source.isEmpty ? "" : ": \(Render.escaped(cause.source))"))
         }
-        if case .skipped(let reason) = event.outcome { lines.append("  reason  \(reason)") }
+        if case .skipped(let reason) = event.outcome { lines.append("  reason  \(Render.escaped(reason))") }
         lines.append("  writes  " + (event.writes.isEmpty ? "(none)" : event.writes.map(Render.write).joined(separator: "; ")))
         if let previousSeq {
             lines.append("  diff against the state after \(previousSeq):")
@@ -217,7 +235,7 @@ enum AnalysisCommands {
     static func describe(_ divergence: Divergence) -> [String] {
         var lines = ["  today's code: \(divergence.actual.outcome.name)"
                      + (divergence.actual.writes.isEmpty ? ", no writes" : ", writes " + divergence.actual.writes.map(Render.write).joined(separator: "; "))]
-        if case .skipped(let reason) = divergence.actual.outcome { lines.append("    because \(reason)") }
+        if case .skipped(let reason) = divergence.actual.outcome { lines.append("    because \(Render.escaped(reason))") }
         for write in divergence.missing { lines.append("  missing write: \(Render.write(write))") }
         for write in divergence.unexpected { lines.append("  unexpected write: \(Render.write(write))") }
         lines.append("  recorded state against today's after \(divergence.seq):")
@@ -240,7 +258,17 @@ final class CommandProbe {
         self.console = console
     }
 
+    /// Verdicts given so far: a scan after a binary search runs no event twice.
+    private var verdicts: [UInt64: Verdict] = [:]
+
     func verdict(_ seq: UInt64) throws -> Verdict {
+        if let known = verdicts[seq] { return known }
+        let verdict = try run(seq)
+        verdicts[seq] = verdict
+        return verdict
+    }
+
+    private func run(_ seq: UInt64) throws -> Verdict {
         try store.snapshot(after: seq).json().write(toFile: file, atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
@@ -262,4 +290,47 @@ final class CommandProbe {
     }
 
     func cleanUp() { try? FileManager.default.removeItem(atPath: file) }
+}
+
+/// The path a mistyped one most likely meant, among those a state holds.
+enum PathSuggestion {
+    /// The path of `state` nearest to `path`: one that differs only in case, else the one
+    /// fewest edits away (and closer than half its length); `nil` when none is near.
+    static func nearest(to path: StatePath, in state: StateValue) -> StatePath? {
+        let wanted = path.description
+        var best: (path: StatePath, distance: Int)?
+        var visited = 0
+        func visit(_ value: StateValue, at current: StatePath) {
+            guard visited < 100_000, current.components.count <= path.components.count else { return }
+            visited += 1
+            if !current.isRoot {
+                let text = current.description
+                let distance = text.lowercased() == wanted.lowercased() ? 0 : editDistance(text, wanted)
+                if distance < (best?.distance ?? wanted.count / 2 + 1) { best = (current, distance) }
+            }
+            switch value {
+            case .object(let object): for (key, child) in object { visit(child, at: current.appending(key)) }
+            case .array(let elements): for (index, child) in elements.enumerated() { visit(child, at: current.appending(index: index)) }
+            default: break
+            }
+        }
+        visit(state, at: .root)
+        return best?.path
+    }
+
+    /// Levenshtein distance over characters.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        var row = Array(0...b.count)
+        for i in 1...max(a.count, 1) where !a.isEmpty {
+            var previous = row[0]
+            row[0] = i
+            for j in 1...max(b.count, 1) where !b.isEmpty {
+                let current = row[j]
+                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
+                previous = current
+            }
+        }
+        return row[b.count]
+    }
 }

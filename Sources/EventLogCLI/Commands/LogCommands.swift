@@ -75,15 +75,15 @@ enum LogCommands {
         var lines = [
             "seq       \(record.seq)",
             "time      \(record.time)",
-            "stream    \(event.stream)",
-            "type      \(event.type)",
+            "stream    \(Render.escaped(event.stream))",
+            "type      \(Render.escaped(event.type))",
             "origin    \(event.origin.rawValue)",
         ]
         if let cause = event.cause {
-            lines.append("cause     \(cause.id) step \(cause.step)" + (cause.source.isEmpty ? "" : " (\(cause.source))"))
+            lines.append("cause     \(Render.escaped(cause.id)) step \(cause.step)" + (cause.source.isEmpty ? "" : " (\(Render.escaped(cause.source)))"))
         }
         switch event.outcome {
-        case .skipped(let reason): lines.append("outcome   skipped: \(reason)")
+        case .skipped(let reason): lines.append("outcome   skipped: \(Render.escaped(reason))")
         default: lines.append("outcome   \(event.outcome.name)")
         }
         lines.append("payload   \(event.payload.json())")
@@ -157,9 +157,9 @@ enum LogCommands {
             context.printJSON(["events": .int(Int64(report.eventsChecked)), "keyframes": .int(Int64(report.keyframesChecked)),
                                "ok": .bool(report.isOK), "problem": problem])
         } else if let problem = report.problem, problem.seq == 0 {
-            context.console.line("problem in the storage: \(problem.reason)")
+            context.console.line("problem in the storage: \(Render.escaped(problem.reason))")
         } else if let problem = report.problem {
-            context.console.line("problem at seq \(problem.seq): \(problem.reason) (\(report.eventsChecked) events good before it)")
+            context.console.line("problem at seq \(problem.seq): \(Render.escaped(problem.reason)) (\(report.eventsChecked) events good before it)")
         } else {
             context.console.line("ok: \(report.eventsChecked) events and \(report.keyframesChecked) keyframes verified")
         }
@@ -227,7 +227,7 @@ enum LogCommands {
             context.console.line(report.copied.map { "copied events \($0.lowerBound)…\($0.upperBound) into \(targetPath)" } ?? "copied no event")
             if let left = report.firstLeftBehind {
                 let rest = report.lastSeq > left.seq ? " and the \(report.lastSeq - left.seq) events after it (to \(report.lastSeq))" : ""
-                context.console.line("left behind: event \(left.seq) (\(left.reason))\(rest)")
+                context.console.line("left behind: event \(left.seq) (\(Render.escaped(left.reason)))\(rest)")
             }
         }
         return report.firstLeftBehind == nil ? .ok : .problem

@@ -48,7 +48,7 @@ enum MessengerCommands {
             context.printJSON(["events": .array(records.map(\.jsonValue)), "plan": .string(run.id),
                                "source": .string(url), "status": .string(statusName(run.status))])
         } else {
-            context.console.line("\(run.id)  \(url)  (\(origin.rawValue))")
+            context.console.line("\(run.id)  \(Render.escaped(url))  (\(origin.rawValue))")
             for record in records { context.console.line(Render.traceLine(record)) }
             if run.status == .superseded { context.console.line("superseded by a newer plan") }
         }
@@ -94,13 +94,7 @@ enum MessengerCommands {
         writes: true
     ) { arguments, context in
         let source = arguments.positionals[0]
-        let text: String
-        if source == "-" {
-            text = String(decoding: try context.console.stdin(), as: UTF8.self)
-        } else {
-            guard let data = FileManager.default.contents(atPath: source) else { throw CLIError.badInput("cannot read \(source)") }
-            text = String(decoding: data, as: UTF8.self)
-        }
+        let text = try context.console.readText(source, limit: 1 << 20, what: "capture script")
         let script: CaptureScript
         do { script = try CaptureScript(parsing: text) } catch { throw CLIError.badInput("\(source) \(error)") }
         for line in script.lines {
@@ -114,11 +108,13 @@ enum MessengerCommands {
             return try engine.runCapture(script, plan: { try MessengerRouter.plan(for: $0) }, sleep: { usleep(UInt32(clamping: $0)) })
         }
         if context.json {
-            context.printJSON(["captures": .array(captures.map { ["name": .string($0.name), "seq": .int(Int64($0.seq)), "value": $0.value] })])
+            context.printJSON(["captures": .array(captures.map {
+                ["name": .string($0.name), "seq": .int(Int64($0.seq)), "value": $0.value ?? .null, "found": .bool($0.value != nil)]
+            })])
         } else {
             for capture in captures {
-                context.console.line("== \(capture.name) (after event \(capture.seq)) ==")
-                context.console.line(capture.value.json(pretty: true))
+                context.console.line("== \(Render.escaped(capture.name)) (after event \(capture.seq)) ==")
+                context.console.line(capture.value?.json(pretty: true) ?? "(absent)")
             }
         }
         return .ok

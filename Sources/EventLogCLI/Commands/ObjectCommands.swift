@@ -46,7 +46,7 @@ enum ObjectCommands {
         switch action {
         case "save":
             let text = try needsArgument("the object as JSON (or - for stdin)")
-            let json = text == "-" ? String(decoding: try context.console.stdin(), as: UTF8.self) : text
+            let json = text == "-" ? try context.console.readText("-", limit: StateLimits.maxJSONLineBytes, what: "object") : text
             let fields: StateObject
             do {
                 guard case .object(let object) = try StateValue(json: json) else { throw CLIError.badInput("the object must be a JSON object") }
@@ -79,15 +79,15 @@ enum ObjectCommands {
                 context.printJSON(["next": StateValue(page.next), "objects": .array(page.objects.map(StateValue.object))])
             } else {
                 for object in page.objects {
-                    context.console.line("\(object["id"]?.stringValue ?? "?")  v\(object["version"]?.intValue ?? 0)  \(StateValue.object(object).json())")
+                    context.console.line("\(Render.escaped(object["id"]?.stringValue ?? "?"))  v\(object["version"]?.intValue ?? 0)  \(StateValue.object(object).json())")
                 }
-                if let next = page.next { context.console.line("more: eventlog objects list \(collection) --after \(next)") }
+                if let next = page.next { context.console.line("more: eventlog objects list \(collection) --after \(Render.shellQuoted(next))") }
             }
         case "delete":
             let id = try needsArgument("an id")
             let store = try objectStore(context, writable: true)
             try perform(writingTo: context.databasePath) { try store.delete(collection, id: id) }
-            context.console.line(context.json ? StateValue.object(["deleted": 1]).json() : "deleted \(collection) \(id)")
+            context.console.line(context.json ? StateValue.object(["deleted": 1]).json() : "deleted \(collection) \(Render.escaped(id))")
         case "delete-all":
             try noArgument()
             let store = try objectStore(context, writable: true)

@@ -2,6 +2,8 @@
 enum Invocation: Sendable {
     /// Help for one command, or the overview when `nil`.
     case help(CommandSpec?)
+    /// `--version`: the program's version and the storage format it reads and writes.
+    case version
     case run(CommandSpec, ParsedArguments)
 }
 
@@ -16,6 +18,10 @@ struct Parser {
     func parse(_ arguments: [String]) throws(CLIError) -> Invocation {
         guard let first = arguments.first else { return .help(nil) }
         if first == "-h" || first == "--help" { return .help(nil) }
+        if first == "--version" {
+            guard arguments.count == 1 else { throw CLIError.usage("--version takes nothing else") }
+            return .version
+        }
         if first == "help" {
             guard arguments.count > 1 else { return .help(nil) }
             guard let spec = command(named: arguments[1]) else { throw unknownCommand(arguments[1]) }
@@ -93,6 +99,7 @@ enum Help {
             app's state, with the state after every event.
 
             USAGE: eventlog <command> [arguments] [--db PATH] [--json]
+                   eventlog --version
 
             SUBCOMMANDS:
 

@@ -1,0 +1,67 @@
+import EventLog
+import EventLogTesting
+import Foundation
+import Testing
+
+/// No input crashes the program or reaches the terminal raw: each tried from outside.
+@Suite struct HostileInputTests {
+    let dir = TemporaryDirectory()
+
+    @Test func recordedControlCharactersCannotForgeLinesOrDriveTheTerminal() throws {
+        let db = dir.file("log.lmdb")
+        let line = #"{"stream":"s\n      9  FORGED","type":"t\u001b[31m","outcome":"skipped","reason":"r\r\u009b2J"}"#
+        #expect(try runEventlog(["import", "-", "--db", db], stdin: line).code == 0)
+        for command in [["log"], ["show", "1"], ["bisect", "--where", "exists(nothing)", "--linear"]] {
+            let output = try runEventlog(command + ["--db", db])
+            let text = output.out + output.err
+            #expect(!text.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\r" || $0 == "\u{9B}" }, "\(command): \(text.debugDescription)")
+        }
+        let log = try runEventlog(["log", "--db", db]).out
+        #expect(log.split(separator: "\n").count == 1)
+        #expect(log.contains(#"s\n      9  FORGED/t\u{1B}[31m  r\r\u{9B}2J"#), "\(log)")
+        let refused = try runEventlog(["open", "botmessages://nowhere/\u{1B}[2J", "--db", db])
+        #expect(refused.code == 2 && refused.err.contains(#"\u{1B}[2J"#) && !refused.err.contains("\u{1B}"), "\(refused.err.debugDescription)")
+    }
+
+    @Test func deepNestingAndEndlessInputsAreOneLineErrors() throws {
+        let db = dir.file("log.lmdb")
+        #expect(try runEventlog(["import", "-", "--db", db], stdin: #"{"stream":"s","type":"t","writes":[{"path":"x","new":1}]}"#).code == 0)
+        let wheres = [String(repeating: "(", count: 20_000) + "x" + String(repeating: ")", count: 20_000),
+                      String(repeating: "!", count: 100_000) + "x"]
+        for expression in wheres {
+            let result = try runEventlog(["bisect", "--where", expression, "--db", db])
+            #expect(result.code == 2, "\(result.err.prefix(200))")
+            #expect(result.err.hasPrefix("Error: --where column "), "\(result.err.prefix(200))")
+        }
+        let brackets = String(repeating: "[", count: 100_000)
+        let json = try runEventlog(["import", "-", "--db", db], stdin: #"{"stream":"s","type":"t","payload":\#(brackets)}"#)
+        #expect(json.code == 2 && json.err.contains("nested deeper than 512"), "\(json.err.prefix(200))")
+        for script in ["/dev/zero", "-"] {
+            let process = try spawnEventlog(["capture", script, "--db", db])
+            process.standardInput = FileHandle(forReadingAtPath: "/dev/zero")
+            let err = Pipe()
+            process.standardError = err
+            try process.run()
+            let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 2, "\(script): \(message)")
+            #expect(message.hasPrefix("Error: cannot read the capture script") && message.contains("longer than"), "\(message)")
+        }
+    }
+
+    @Test func aCaptureScriptWithCRLFRunsAndAnAbsentPathIsCapturedAsAbsent() throws {
+        let db = dir.file("log.lmdb")
+        let script = "open botmessages://bots?filter=unread\r\ncapture tab messenger.selectedTab\r\ncapture gone messenger.nothing\r\n"
+        let result = try runEventlog(["capture", "-", "--db", db], stdin: script)
+        #expect(result.code == 0, "\(result.err)")
+        #expect(result.out.contains("== tab (after event ") && result.out.contains("\"bots\"\n== gone (after event "))
+        #expect(result.out.hasSuffix(") ==\n(absent)\n"), "\(result.out)")
+    }
+
+    @Test func versionNamesTheStorageFormat() throws {
+        let result = try runEventlog(["--version"])
+        #expect(result.code == 0)
+        #expect(result.out.hasPrefix("eventlog ") && result.out.hasSuffix(" (storage format \(EventStore.formatVersion))\n"))
+        #expect(try runEventlog(["--version", "extra"]).code == 2)
+    }
+}
