@@ -58,6 +58,28 @@ import Testing
         #expect(result.out.hasSuffix(") ==\n(absent)\n"), "\(result.out)")
     }
 
+    /// Another program's LMDB environment: refused by writing commands too, and left as it was.
+    @Test func aForeignLMDBEnvironmentIsNeverWrittenTo() throws {
+        let foreign = dir.file("foreign")
+        try FileManager.default.createDirectory(atPath: foreign, withIntermediateDirectories: true)
+        let load = Process()
+        load.executableURL = URL(fileURLWithPath: "/usr/bin/mdb_load")
+        load.arguments = ["-f", "/dev/stdin", foreign]
+        let input = Pipe()
+        load.standardInput = input
+        try load.run()
+        try input.fileHandleForWriting.write(contentsOf: Data("VERSION=3\nformat=bytevalue\ntype=btree\nHEADER=END\n 6b6579\n 76616c7565\nDATA=END\n".utf8))
+        try input.fileHandleForWriting.close()
+        load.waitUntilExit()
+        #expect(load.terminationStatus == 0)
+        let before = try Data(contentsOf: URL(fileURLWithPath: foreign + "/data.mdb"))
+        for command in [["open", "botmessages://bots?filter=unread"], ["objects", "save", "Note", "{}"], ["demo", "--plans", "1"]] {
+            let result = try runEventlog(command + ["--db", foreign])
+            #expect(result.code == 3 && result.err.hasSuffix("is an LMDB environment but not an event log\n"), "\(command): \(result.err)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: foreign + "/data.mdb")) == before)
+    }
+
     @Test func versionNamesTheStorageFormat() throws {
         let result = try runEventlog(["--version"])
         #expect(result.code == 0)

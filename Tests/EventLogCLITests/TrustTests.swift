@@ -1,4 +1,5 @@
 import EventLog
+@testable import EventLogCLI
 import EventLogTesting
 import Foundation
 import Testing
@@ -27,6 +28,20 @@ import Testing
         #expect(try runEventlog(["import", "-", "--db", dir.file("empty.lmdb")], stdin: "").code == 0)
         #expect(try runEventlog(["import", dir.file("bad.jsonl"), "--db", dir.file("empty.lmdb")]).code == 2)
         #expect(FileManager.default.fileExists(atPath: dir.file("empty.lmdb/data.mdb")))
+    }
+
+    /// Another process that appended to the database a failing command created keeps its
+    /// events: the files go only while the log in them is still empty.
+    @Test func aCreatedDatabaseWithSomeoneElsesEventsIsKept() throws {
+        let path = dir.file("shared.lmdb")
+        let created = NewDatabase(at: path)
+        let store = try EventStore(path: path)
+        #expect(try runEventlog(["import", "-", "--db", path], stdin: #"{"stream":"s","type":"t"}"#).code == 0)
+        created.removeIfStillEmpty(store)
+        #expect(try runEventlog(["info", "--json", "--db", path]).out.contains(#""events":1"#))
+        let untouched = NewDatabase(at: dir.file("empty.lmdb"))
+        untouched.removeIfStillEmpty(try EventStore(path: dir.file("empty.lmdb")))
+        #expect(!FileManager.default.fileExists(atPath: dir.file("empty.lmdb")))
     }
 
     @Test func demoForceReplacesTheLogAndNothingElse() throws {
