@@ -47,6 +47,16 @@ let package = Package(
             path: "Benchmarks/EventLogBenchmarks"
         ),
 
+        // Fuzz targets for the parsers and decoders: a corpus replayer in a plain build, a libFuzzer
+        // binary built with `-sanitize=fuzzer -DFUZZING` (tools/fuzz.sh).
+        .executableTarget(
+            name: "eventlog-fuzz",
+            dependencies: ["EventLog", "Effects", "DemoMessenger"],
+            path: "Tests/EventLogFuzz",
+            exclude: ["Corpus"],
+            swiftSettings: [.enableExperimentalFeature("Extern")] // `@_extern(c)`, to call libFuzzer's driver
+        ),
+
         .testTarget(name: "EventLogTests", dependencies: ["EventLog", "EventLogTesting", "CLMDB"]),
         .testTarget(name: "EffectsTests", dependencies: ["Effects", "EventLog", "EventLogTesting"]),
         .testTarget(name: "ObjectsTests", dependencies: ["Objects", "EventLog", "EventLogTesting"]),

@@ -4,7 +4,7 @@ import CCRC32C
 ///
 /// The CPU's CRC32 instruction where there is one (x86-64 with SSE 4.2), otherwise software
 /// slicing-by-8: eight bytes per step through eight 256-entry tables. Both give the same values.
-enum CRC32C {
+package enum CRC32C {
     private static let polynomial: UInt32 = 0x82F6_3B78 // reflected 0x1EDC6F41
 
     private static let tables: [UInt32] = {
@@ -27,7 +27,7 @@ enum CRC32C {
     static let usesHardware = eventlog_crc32c_hardware_available() != 0
 
     /// Continues a checksum `crc` (start with 0) over `bytes`.
-    static func checksum(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32 = 0) -> UInt32 {
+    package static func checksum(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32 = 0) -> UInt32 {
         guard usesHardware else { return softwareChecksum(bytes, continuing: crc) }
         return ~eventlog_crc32c_hardware(~crc, bytes.baseAddress, bytes.count)
     }
