@@ -21,7 +21,7 @@ struct Context: Sendable {
 
     /// Opens the event log; read-only unless `writable`, in which case it is created when
     /// missing. Failures become exit code 3 with a one-line reason; damage, exit code 1.
-    func openStore(writable: Bool = false, clock: Clock = .system) throws(CLIError) -> EventStore {
+    func openStore(writable: Bool = false, clock: EventClock = .system) throws(CLIError) -> EventStore {
         var options = EventStore.Options()
         options.readOnly = !writable
         options.clock = clock

@@ -28,7 +28,7 @@ enum ObjectCoding {
             let text = try container.decode(String.self)
             let key = decoder.codingPath.last?.stringValue
             guard let date = parse(text, key: key, formats: formats) else {
-                throw Swift.DecodingError.dataCorruptedError(in: container, debugDescription: "\"\(text)\" is not a date in the format of \(key ?? "this key")")
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "\"\(text)\" is not a date in the format of \(key ?? "this key")")
             }
             return date
         }

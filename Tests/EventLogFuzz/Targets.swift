@@ -24,13 +24,13 @@ func fuzzRecord(_ input: [UInt8]) {
     let key = withUnsafeBytes(of: seq.bigEndian) { Array($0) }
     let checksum = input.withUnsafeBytes { body in key.withUnsafeBytes { CRC32C.checksum(body, continuing: CRC32C.checksum($0)) } }
     let stored = input + withUnsafeBytes(of: checksum.littleEndian) { Array($0) }
-    if let value = try? input.withUnsafeBytes({ bytes throws(DecodingError) in try StateValue(encoded: bytes) }) {
+    if let value = try? input.withUnsafeBytes({ bytes throws(RecordDecodingError) in try StateValue(encoded: bytes) }) {
         // Compared as bytes, not values: a NaN is not equal to itself.
         let again = value.encoded.withUnsafeBytes { try? StateValue(encoded: $0) }
         precondition(again?.encoded == value.encoded, "a decoded value does not re-encode to itself")
     }
     _ = stored.withUnsafeBytes { bytes in key.withUnsafeBytes { try? StateValue(checkedEncoding: bytes, key: $0) } }
-    guard let record = try? stored.withUnsafeBytes({ bytes throws(DecodingError) in try EventRecord(storedBytes: bytes, seq: seq) }) else { return }
+    guard let record = try? stored.withUnsafeBytes({ bytes throws(RecordDecodingError) in try EventRecord(storedBytes: bytes, seq: seq) }) else { return }
     precondition(record.checksum == checksum, "the decoded checksum is not the stored one")
     let encoded = EventRecord.storedBytes(of: record.event, seq: seq, time: record.time)
     let again = encoded.withUnsafeBytes { try? EventRecord(storedBytes: $0, seq: seq) }
@@ -65,9 +65,9 @@ private let predicateState = try! StateValue(json: """
 /// as `!(…)` (when that stays within the nesting bound) and then evaluates the other way.
 func fuzzPredicate(_ input: [UInt8]) {
     let text = String(decoding: input, as: UTF8.self)
-    guard let predicate = try? Predicate(parsing: text) else { return }
+    guard let predicate = try? StatePredicate(parsing: text) else { return }
     let holds = predicate.evaluate(predicateState)
-    if let negated = try? Predicate(parsing: "!(\(text))") {
+    if let negated = try? StatePredicate(parsing: "!(\(text))") {
         precondition(negated.evaluate(predicateState) == !holds, "!(…) does not negate the predicate")
     }
 }

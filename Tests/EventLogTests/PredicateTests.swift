@@ -27,7 +27,7 @@ import Testing
         ("\"a\\\"b\" == \"a\\\"b\"", true),
     ])
     func evaluates(_ text: String, _ expected: Bool) throws {
-        #expect(try Predicate(parsing: text).evaluate(Self.state) == expected, "\(text)")
+        #expect(try StatePredicate(parsing: text).evaluate(Self.state) == expected, "\(text)")
     }
 
     @Test(arguments: [
@@ -44,7 +44,7 @@ import Testing
     ])
     func reportsTheColumn(_ text: String, _ column: Int, _ reason: String) {
         do {
-            _ = try Predicate(parsing: text)
+            _ = try StatePredicate(parsing: text)
             Issue.record("parsed \(text)")
         } catch {
             #expect(error == PredicateSyntaxError(column: column, reason: reason), "\(text): \(error)")
@@ -71,13 +71,13 @@ import Testing
     }
 
     @Test func predicatesListTheirPathsAndRefuseRunawayNesting() throws {
-        #expect(try Predicate(parsing: #"a.b == "x" && (exists(c[0]) || !a.b)"#).paths == ["a.b", "c[0]"])
+        #expect(try StatePredicate(parsing: #"a.b == "x" && (exists(c[0]) || !a.b)"#).paths == ["a.b", "c[0]"])
         for text in [String(repeating: "(", count: 20_000) + "x" + String(repeating: ")", count: 20_000),
                      String(repeating: "!", count: 100_000) + "x",
                      (0..<100_000).map { "k\($0) == 1" }.joined(separator: " && ")] {
-            #expect(throws: PredicateSyntaxError.self) { try Predicate(parsing: text) }
+            #expect(throws: PredicateSyntaxError.self) { try StatePredicate(parsing: text) }
         }
-        #expect(throws: Never.self) { try Predicate(parsing: String(repeating: "(", count: 100) + "x" + String(repeating: ")", count: 100)) }
+        #expect(throws: Never.self) { try StatePredicate(parsing: String(repeating: "(", count: 100) + "x" + String(repeating: ")", count: 100)) }
     }
 
     @Test func binarySearchAgreesWithALinearScanOnRandomMonotonePredicates() {
@@ -110,7 +110,7 @@ import Testing
         var rng = SplitMix64(seed: 8)
         for _ in 0..<40 {
             let k = Int.random(in: 0...210, using: &rng)
-            let predicate = try Predicate(parsing: "count >= \(k)")
+            let predicate = try StatePredicate(parsing: "count >= \(k)")
             let from = UInt64.random(in: 1...300, using: &rng)
             let binary = try store.firstEvent(where: predicate, from: from, to: 600)
             let linear = try store.firstEvent(where: predicate, from: from, to: 600, linear: true)

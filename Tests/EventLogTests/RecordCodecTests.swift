@@ -57,7 +57,7 @@ import Testing
         }
         [ValueTag.array.rawValue, 2, ValueTag.null.rawValue].withUnsafeBytes { bytes in
             var truncated = BinaryReader(bytes)
-            #expect(throws: DecodingError.self) { try truncated.skipOptionalValue() }
+            #expect(throws: RecordDecodingError.self) { try truncated.skipOptionalValue() }
         }
     }
 
@@ -110,7 +110,7 @@ import Testing
     @Test func checksumCoversTheSequenceNumber() throws {
         var writer = BinaryWriter()
         RecordCodec.encode(Self.events[0], seq: 1, time: Timestamp(microsecondsSince1970: 0), into: &writer)
-        #expect(throws: DecodingError.self) { try writer.bytes.withUnsafeBytes { try RecordCodec.decode($0, seq: 2) } }
+        #expect(throws: RecordDecodingError.self) { try writer.bytes.withUnsafeBytes { try RecordCodec.decode($0, seq: 2) } }
     }
 
     @Test func everyFlippedByteIsDetected() throws {
@@ -119,7 +119,7 @@ import Testing
         for i in writer.bytes.indices {
             var corrupt = writer.bytes
             corrupt[i] ^= 0x10
-            #expect(throws: DecodingError.self) { try corrupt.withUnsafeBytes { try RecordCodec.decode($0, seq: 5) } }
+            #expect(throws: RecordDecodingError.self) { try corrupt.withUnsafeBytes { try RecordCodec.decode($0, seq: 5) } }
         }
     }
 
@@ -145,7 +145,7 @@ import Testing
                              [0x80, 0x80], Array(repeating: 0xFF, count: 12)] {
             bad.withUnsafeBytes { bytes in
                 var reader = BinaryReader(bytes)
-                #expect(throws: DecodingError.self) { try reader.varint() }
+                #expect(throws: RecordDecodingError.self) { try reader.varint() }
             }
         }
     }
@@ -155,7 +155,7 @@ import Testing
         RecordCodec.encode(Self.events[0], seq: 5, time: Timestamp(microsecondsSince1970: 77), into: &writer)
         for length in 0..<writer.bytes.count {
             let prefix = Array(writer.bytes[..<length])
-            #expect(throws: DecodingError.self) { try prefix.withUnsafeBytes { try RecordCodec.decode($0, seq: 5) } }
+            #expect(throws: RecordDecodingError.self) { try prefix.withUnsafeBytes { try RecordCodec.decode($0, seq: 5) } }
         }
     }
 

@@ -31,7 +31,7 @@ import Testing
         }
         for path in generator.writtenPaths {
             for text in ["exists(\(path))", "\(path) == null", "!(\(path) != \(generator.literal(for: path)))"] {
-                let predicate = try Predicate(parsing: text)
+                let predicate = try StatePredicate(parsing: text)
                 #expect(try copy.firstEvent(where: predicate, linear: true) == original.firstEvent(where: predicate, linear: true), "\(text)")
             }
         }
@@ -58,7 +58,7 @@ import Testing
         for key in ["a\nb", "tab\there", "quote\"d", "back\\slash", "\u{1B}[31m", "x=1", "a(b)", "", "é", "\u{10FFFF}"] {
             let path = StatePath([.key("objects"), .key(key), .index(3)])
             #expect(try StatePath(parsing: path.description) == path, "\(path)")
-            let predicate = try Predicate(parsing: "\(path) == \(StateValue.string(key).json())")
+            let predicate = try StatePredicate(parsing: "\(path) == \(StateValue.string(key).json())")
             var state = StateValue.emptyObject
             try state.set(.array([0, 1, 2, .string(key)]), at: StatePath(Array(path.components.dropLast())))
             #expect(predicate.evaluate(state), "\(predicate)")

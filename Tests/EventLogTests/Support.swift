@@ -2,9 +2,9 @@ import Foundation
 @testable import EventLog
 
 /// A clock that starts at a fixed moment and ticks one millisecond per reading.
-func steppingClock(start: Int64 = 1_764_468_000_000_000) -> Clock {
+func steppingClock(start: Int64 = 1_764_468_000_000_000) -> EventClock {
     let counter = Counter()
-    return Clock { Timestamp(microsecondsSince1970: start + counter.next() * 1_000) }
+    return EventClock { Timestamp(microsecondsSince1970: start + counter.next() * 1_000) }
 }
 
 final class Counter: @unchecked Sendable {

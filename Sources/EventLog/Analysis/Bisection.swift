@@ -135,7 +135,7 @@ extension EventStore {
     /// assumes that once the predicate holds it keeps holding. When the last event is good
     /// that assumption says nothing, so every event is scanned instead, as with `linear`:
     /// folding write sets forward, which finds the exact first event in any case.
-    public func firstEvent(where predicate: Predicate, from: UInt64 = 1, to: UInt64? = nil, linear: Bool = false) throws -> BisectResult {
+    public func firstEvent(where predicate: StatePredicate, from: UInt64 = 1, to: UInt64? = nil, linear: Bool = false) throws -> BisectResult {
         let last = try to ?? lastSeq()
         guard from <= last else { return BisectResult(firstBad: nil, probes: 0) }
         var probes = 0

@@ -1,12 +1,12 @@
 /// Why a stored record could not be decoded.
-public struct DecodingError: Error, Hashable, CustomStringConvertible {
+public struct RecordDecodingError: Error, Hashable, CustomStringConvertible {
     public let reason: String
     public var description: String { reason }
     init(_ reason: String) { self.reason = reason }
 }
 
 /// Reads the encoding written by `BinaryWriter` from borrowed bytes, never past their end.
-/// Every read that would overrun, and every malformed varint, throws `DecodingError`.
+/// Every read that would overrun, and every malformed varint, throws `RecordDecodingError`.
 struct BinaryReader {
     let bytes: UnsafeRawBufferPointer
     private(set) var offset: Int
@@ -23,14 +23,14 @@ struct BinaryReader {
     var remaining: Int { bytes.count - offset }
 
     @inline(__always)
-    mutating func byte() throws(DecodingError) -> UInt8 {
+    mutating func byte() throws(RecordDecodingError) -> UInt8 {
         guard offset < bytes.count else { throw truncated() }
         defer { offset += 1 }
         return bytes[offset]
     }
 
     @inline(__always)
-    mutating func varint() throws(DecodingError) -> UInt64 {
+    mutating func varint() throws(RecordDecodingError) -> UInt64 {
         // One-byte values (lengths, counts, tags' payloads) are the common case.
         if offset < bytes.count, bytes[offset] < 0x80 {
             defer { offset += 1 }
@@ -39,7 +39,7 @@ struct BinaryReader {
         return try longVarint()
     }
 
-    private mutating func longVarint() throws(DecodingError) -> UInt64 {
+    private mutating func longVarint() throws(RecordDecodingError) -> UInt64 {
         // A varint of up to 8 bytes (56 bits: every record's time) read as one word when 8
         // bytes are left: the first byte with its high bit clear ends it.
         if remaining >= 8 {
@@ -57,7 +57,7 @@ struct BinaryReader {
         var shift: UInt64 = 0
         while true {
             let b = try byte()
-            if shift == 63 && b > 1 { throw DecodingError("varint overflows 64 bits at byte \(offset)") }
+            if shift == 63 && b > 1 { throw RecordDecodingError("varint overflows 64 bits at byte \(offset)") }
             result |= UInt64(b & 0x7F) << shift
             if b < 0x80 { return result }
             shift += 7
@@ -66,44 +66,44 @@ struct BinaryReader {
 
     /// The error for a read past the end, built out of line to keep the reads small.
     @inline(never)
-    private func truncated() -> DecodingError { DecodingError("truncated at byte \(offset)") }
+    private func truncated() -> RecordDecodingError { RecordDecodingError("truncated at byte \(offset)") }
 
     @inline(__always)
-    mutating func count() throws(DecodingError) -> Int {
+    mutating func count() throws(RecordDecodingError) -> Int {
         let value = try varint()
         guard value <= UInt64(remaining) else { throw tooLong(value) }
         return Int(value)
     }
 
     @inline(never)
-    private func tooLong(_ length: UInt64) -> DecodingError {
-        DecodingError("length \(length) exceeds the \(remaining) bytes left")
+    private func tooLong(_ length: UInt64) -> RecordDecodingError {
+        RecordDecodingError("length \(length) exceeds the \(remaining) bytes left")
     }
 
-    mutating func int() throws(DecodingError) -> Int {
+    mutating func int() throws(RecordDecodingError) -> Int {
         let value = try varint()
-        guard value <= UInt64(Int.max) else { throw DecodingError("integer \(value) out of range") }
+        guard value <= UInt64(Int.max) else { throw RecordDecodingError("integer \(value) out of range") }
         return Int(value)
     }
 
-    mutating func signed() throws(DecodingError) -> Int64 {
+    mutating func signed() throws(RecordDecodingError) -> Int64 {
         let raw = try varint()
         return Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1)))
     }
 
-    mutating func fixed32() throws(DecodingError) -> UInt32 {
+    mutating func fixed32() throws(RecordDecodingError) -> UInt32 {
         guard remaining >= 4 else { throw truncated() }
         defer { offset += 4 }
         return UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
     }
 
-    mutating func fixed64() throws(DecodingError) -> UInt64 {
+    mutating func fixed64() throws(RecordDecodingError) -> UInt64 {
         guard remaining >= 8 else { throw truncated() }
         defer { offset += 8 }
         return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
     }
 
-    mutating func string() throws(DecodingError) -> String {
+    mutating func string() throws(RecordDecodingError) -> String {
         let length = try count()
         defer { offset += length }
         return Self.makeString(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length]))
@@ -112,7 +112,7 @@ struct BinaryReader {
     /// A string that records tend to repeat (a stream, type, cause or key): shared through
     /// `names` when there is a cache and it is too long to be stored inline in a `String`
     /// (15 UTF-8 bytes); otherwise the same as `string()`, since creating it costs less.
-    mutating func name() throws(DecodingError) -> String {
+    mutating func name() throws(RecordDecodingError) -> String {
         let length = try count()
         defer { offset += length }
         let utf8 = UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length])
@@ -130,13 +130,13 @@ struct BinaryReader {
     }
 
     /// Skips `length` bytes.
-    mutating func skip(_ length: Int) throws(DecodingError) {
+    mutating func skip(_ length: Int) throws(RecordDecodingError) {
         guard length <= remaining else { throw truncated() }
         offset += length
     }
 
     /// A sub-view of the next `length` bytes, consumed from this reader.
-    mutating func slice(_ length: Int) throws(DecodingError) -> UnsafeRawBufferPointer {
+    mutating func slice(_ length: Int) throws(RecordDecodingError) -> UnsafeRawBufferPointer {
         guard length <= remaining else { throw truncated() }
         defer { offset += length }
         return UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length])

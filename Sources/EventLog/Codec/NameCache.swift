@@ -39,7 +39,7 @@ final class NameCache {
     }
 
     /// The path encoded as `bytes`, from the cache or else from `decode`.
-    func path(_ bytes: UnsafeRawBufferPointer, decode: () throws(DecodingError) -> StatePath) throws(DecodingError) -> StatePath {
+    func path(_ bytes: UnsafeRawBufferPointer, decode: () throws(RecordDecodingError) -> StatePath) throws(RecordDecodingError) -> StatePath {
         try Self.lookup(bytes, in: paths, slots: Self.pathSlotCount, decode)
     }
 

@@ -39,7 +39,7 @@ final class EncodingPipeline: @unchecked Sendable {
 
     private let events: [Event]
     private let firstSeq: UInt64
-    private let clock: Clock
+    private let clock: EventClock
     private let chunks = (0..<depth).map { _ in Chunk() }
     // The semaphores order every access to a chunk: the worker fills chunk i after `emptied`
     // says the reader is done with it and signals `filled`; the reader reads it after `filled`
@@ -50,7 +50,7 @@ final class EncodingPipeline: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private let cancelled = Atomic<Bool>(false)
 
-    private init(events: [Event], firstSeq: UInt64, clock: Clock) {
+    private init(events: [Event], firstSeq: UInt64, clock: EventClock) {
         self.events = events
         self.firstSeq = firstSeq
         self.clock = clock
@@ -60,7 +60,7 @@ final class EncodingPipeline: @unchecked Sendable {
     /// Calls `body` on the calling thread with each event's index, stored record (seq
     /// `firstSeq + index`, time from `clock`) and what encoding found, in order, while a second thread
     /// encodes the records ahead. When `body` throws, the worker is stopped before this returns.
-    static func encode(_ events: [Event], firstSeq: UInt64, clock: Clock,
+    static func encode(_ events: [Event], firstSeq: UInt64, clock: EventClock,
                        _ body: (Int, UnsafeRawBufferPointer, RecordCodec.Encoded) throws -> Void) throws {
         let pipeline = EncodingPipeline(events: events, firstSeq: firstSeq, clock: clock)
         // A thread of its own rather than a pool's: the caller blocks on the worker, which must

@@ -22,19 +22,21 @@ public final class EventStore: @unchecked Sendable {
         /// Open an existing log for reading only; never creates anything.
         public var readOnly = false
         /// Whether every commit is flushed (the default) or the last may be lost on power loss.
-        public var durability: Environment.Durability = .full
+        public var durability: Durability = .full
         /// The map size a new environment starts with; it grows on demand.
         public var initialMapSize = 64 << 20
         /// When keyframes are written; fixed when the database is created.
         public var keyframePolicy = KeyframePolicy()
         /// Where event times come from.
-        public var clock: Clock = .system
+        public var clock: EventClock = .system
 
         public init() {}
     }
 
     /// The LMDB environment, shared with any other store of this process on the same path.
-    public let environment: Environment
+    package let environment: Environment
+    /// The directory holding the log.
+    public var path: String { environment.path }
     /// Whether this store was opened read-only (its environment may be shared with a writer).
     public let isReadOnly: Bool
     /// When keyframes are written, as stored in the database when it was created.
@@ -43,7 +45,7 @@ public final class EventStore: @unchecked Sendable {
     let keyframes: Database
     private let meta: Database
     /// Where event times come from.
-    public let clock: Clock
+    public let clock: EventClock
 
     /// The newest state this process knows of, the seq it follows, and the progress since
     /// the last keyframe. Guarded by `lock`, which also serialises this process's writers.
@@ -193,7 +195,7 @@ public final class EventStore: @unchecked Sendable {
     /// Opens a named database of the same environment, for read models kept beside the log
     /// and updated in the same transactions (`AppendBatch.put`). With `create` (not on a
     /// read-only store) it is created when missing; otherwise `nil` when missing.
-    public func openDatabase(named name: String, create: Bool) throws -> Database? {
+    package func openDatabase(named name: String, create: Bool) throws -> Database? {
         guard !["events", "keyframes", "meta"].contains(name) else {
             preconditionFailure("\(name) is one of the log's own databases")
         }
@@ -204,7 +206,7 @@ public final class EventStore: @unchecked Sendable {
     }
 
     /// Runs `body` in a read-only snapshot, for read models kept beside the log.
-    public func read<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
+    package func read<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
         try environment.read(body)
     }
 
@@ -316,7 +318,7 @@ public final class EventStore: @unchecked Sendable {
             var stateDelta = 0
             do {
                 try RecordCodec.applyWrites(bytes, seq: seq, to: &state, stateDelta: &stateDelta, names: names)
-            } catch let error as DecodingError {
+            } catch let error as RecordDecodingError {
                 throw EventStoreError.corruptRecord(seq: seq, reason: error.reason)
             } catch let error as StateError {
                 throw EventStoreError.invalidWrite(error)
@@ -331,7 +333,7 @@ public final class EventStore: @unchecked Sendable {
         var writeSets: [[Write]] = []
         try forEachStoredRecord(after: start, through: end, in: txn) { seq, bytes in
             var stateDelta = 0
-            do throws(DecodingError) {
+            do throws(RecordDecodingError) {
                 writeSets.append(try RecordCodec.decodeWrites(bytes, seq: seq, stateDelta: &stateDelta, names: names))
             } catch {
                 throw EventStoreError.corruptRecord(seq: seq, reason: error.reason)
@@ -351,7 +353,7 @@ public final class EventStore: @unchecked Sendable {
             var expected = start + 1
             while let current = entry, expected <= end {
                 let seq: UInt64
-                do throws(DecodingError) { seq = try RecordCodec.seq(fromKey: current.key) } catch {
+                do throws(RecordDecodingError) { seq = try RecordCodec.seq(fromKey: current.key) } catch {
                     throw EventStoreError.corruptRecord(seq: expected, reason: error.reason)
                 }
                 guard seq == expected else {
@@ -394,7 +396,7 @@ public final class EventStore: @unchecked Sendable {
     }
 
     static func decode(_ bytes: UnsafeRawBufferPointer, seq: UInt64, names: NameCache? = nil) throws -> EventRecord {
-        do throws(DecodingError) { return try RecordCodec.decode(bytes, seq: seq, names: names) } catch { throw EventStoreError.corruptRecord(seq: seq, reason: error.reason) }
+        do throws(RecordDecodingError) { return try RecordCodec.decode(bytes, seq: seq, names: names) } catch { throw EventStoreError.corruptRecord(seq: seq, reason: error.reason) }
     }
 }
 
@@ -511,28 +513,28 @@ public struct AppendBatch: ~Copyable {
     }
 
     /// Reads a read model kept beside the log, in this transaction (seeing this batch's puts).
-    public func get(_ db: Database, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+    package func get(_ db: Database, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
         try Transaction(handle: transaction).get(db, key: key)
     }
 
     /// Writes a read model kept beside the log; it commits (or not) with the batch's events.
-    public func put(_ db: Database, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
+    package func put(_ db: Database, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
         try Transaction(handle: transaction).put(db, key: key, value: value)
     }
 
     /// Removes an entry of a read model kept beside the log; returns whether it was there.
     @discardableResult
-    public func delete(_ db: Database, key: UnsafeRawBufferPointer) throws -> Bool {
+    package func delete(_ db: Database, key: UnsafeRawBufferPointer) throws -> Bool {
         try Transaction(handle: transaction).delete(db, key: key)
     }
 
     /// Removes every entry of a read model kept beside the log, in this transaction.
-    public func empty(_ db: Database) throws {
+    package func empty(_ db: Database) throws {
         try Transaction(handle: transaction).empty(db)
     }
 
     /// Deletes a read model kept beside the log, when it exists; its handles become invalid.
-    public func removeDatabase(named name: String) throws {
+    package func removeDatabase(named name: String) throws {
         precondition(!["events", "keyframes", "meta"].contains(name), "\(name) is one of the log's own databases")
         let txn = Transaction(handle: transaction)
         guard let db = try txn.openDatabase(named: name) else { return }
@@ -540,7 +542,7 @@ public struct AppendBatch: ~Copyable {
     }
 
     /// Lends a cursor over a read model kept beside the log, in this transaction.
-    public func withCursor<R>(_ db: Database, _ body: (borrowing Cursor) throws -> R) throws -> R {
+    package func withCursor<R>(_ db: Database, _ body: (borrowing Cursor) throws -> R) throws -> R {
         try Transaction(handle: transaction).withCursor(db, body)
     }
 }

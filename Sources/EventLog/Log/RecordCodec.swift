@@ -15,8 +15,8 @@ enum RecordCodec {
         try withUnsafeBytes(of: seq.bigEndian, body)
     }
 
-    static func seq(fromKey key: UnsafeRawBufferPointer) throws(DecodingError) -> UInt64 {
-        guard key.count == 8 else { throw DecodingError("key of \(key.count) bytes, expected 8") }
+    static func seq(fromKey key: UnsafeRawBufferPointer) throws(RecordDecodingError) -> UInt64 {
+        guard key.count == 8 else { throw RecordDecodingError("key of \(key.count) bytes, expected 8") }
         return UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
     }
 
@@ -87,23 +87,23 @@ enum RecordCodec {
     }
 
     /// Checks the trailing checksum and returns a reader over the body and the checksum.
-    static func verified(_ bytes: UnsafeRawBufferPointer, seq: UInt64, names: NameCache? = nil) throws(DecodingError) -> (BinaryReader, UInt32) {
-        try withUnsafeBytes(of: seq.bigEndian) { key throws(DecodingError) in try verified(bytes, key: key, names: names) }
+    static func verified(_ bytes: UnsafeRawBufferPointer, seq: UInt64, names: NameCache? = nil) throws(RecordDecodingError) -> (BinaryReader, UInt32) {
+        try withUnsafeBytes(of: seq.bigEndian) { key throws(RecordDecodingError) in try verified(bytes, key: key, names: names) }
     }
 
     /// Checks a trailing checksum over `key` and the bytes before it; see `verified(_:seq:names:)`.
-    static func verified(_ bytes: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, names: NameCache? = nil) throws(DecodingError) -> (BinaryReader, UInt32) {
-        guard bytes.count >= 4 else { throw DecodingError("record of \(bytes.count) bytes is too short") }
+    static func verified(_ bytes: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, names: NameCache? = nil) throws(RecordDecodingError) -> (BinaryReader, UInt32) {
+        guard bytes.count >= 4 else { throw RecordDecodingError("record of \(bytes.count) bytes is too short") }
         let body = UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 4)])
         let stored = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: bytes.count - 4, as: UInt32.self))
         let computed = CRC32C.checksum(body, continuing: CRC32C.checksum(key))
         guard stored == computed else {
-            throw DecodingError("checksum mismatch (stored \(hex(stored)), computed \(hex(computed)))")
+            throw RecordDecodingError("checksum mismatch (stored \(hex(stored)), computed \(hex(computed)))")
         }
         return (BinaryReader(body, names: names), stored)
     }
 
-    static func decode(_ bytes: UnsafeRawBufferPointer, seq: UInt64, names: NameCache? = nil) throws(DecodingError) -> EventRecord {
+    static func decode(_ bytes: UnsafeRawBufferPointer, seq: UInt64, names: NameCache? = nil) throws(RecordDecodingError) -> EventRecord {
         var stateDelta = 0
         return try decode(bytes, seq: seq, stateDelta: &stateDelta, names: names)
     }
@@ -111,32 +111,32 @@ enum RecordCodec {
     /// Decodes a record and adds to `stateDelta` how its writes change the encoded size of the
     /// state. Names are shared through `names`, when given (a cache for one read of many records).
     static func decode(_ bytes: UnsafeRawBufferPointer, seq: UInt64, stateDelta: inout Int,
-                       names: NameCache? = nil) throws(DecodingError) -> EventRecord {
+                       names: NameCache? = nil) throws(RecordDecodingError) -> EventRecord {
         var (reader, checksum) = try verified(bytes, seq: seq, names: names)
         let time = Timestamp(microsecondsSince1970: try reader.signed())
         let stream = try reader.name()
         let type = try reader.name()
         let originCode = try reader.byte()
-        guard let origin = Origin(code: originCode) else { throw DecodingError("unknown origin code \(originCode)") }
+        guard let origin = Origin(code: originCode) else { throw RecordDecodingError("unknown origin code \(originCode)") }
         var cause: Cause?
         switch try reader.byte() {
         case 0: break
         case 1: cause = Cause(id: try reader.name(), step: try reader.int(), source: try reader.name())
-        case let flag: throw DecodingError("unknown cause flag \(flag)")
+        case let flag: throw RecordDecodingError("unknown cause flag \(flag)")
         }
         let outcome: Outcome
         switch try reader.byte() {
         case 0: outcome = .applied
         case 1: outcome = .skipped(reason: try reader.string())
         case 2: outcome = .cancelled
-        case let code: throw DecodingError("unknown outcome code \(code)")
+        case let code: throw RecordDecodingError("unknown outcome code \(code)")
         }
         let payloadLength = Int(try reader.fixed32())
         var payloadReader = BinaryReader(try reader.slice(payloadLength), names: names)
         let payload = try payloadReader.value()
-        guard payloadReader.isAtEnd else { throw DecodingError("payload has \(payloadReader.remaining) trailing bytes") }
+        guard payloadReader.isAtEnd else { throw RecordDecodingError("payload has \(payloadReader.remaining) trailing bytes") }
         let writes = try decodeWrites(&reader, stateDelta: &stateDelta)
-        guard reader.isAtEnd else { throw DecodingError("\(reader.remaining) trailing bytes") }
+        guard reader.isAtEnd else { throw RecordDecodingError("\(reader.remaining) trailing bytes") }
         let event = Event(stream: stream, type: type, origin: origin, cause: cause, outcome: outcome, payload: payload, writes: writes)
         return EventRecord(seq: seq, time: time, event: event, checksum: checksum)
     }
@@ -144,16 +144,16 @@ enum RecordCodec {
     /// Decodes only the write set, skipping the other fields, and adds to `stateDelta` how the
     /// writes change the encoded size of the state.
     static func decodeWrites(_ bytes: UnsafeRawBufferPointer, seq: UInt64, stateDelta: inout Int,
-                             names: NameCache? = nil) throws(DecodingError) -> [Write] {
+                             names: NameCache? = nil) throws(RecordDecodingError) -> [Write] {
         var reader = try writeSetReader(bytes, seq: seq, names: names)
         let writes = try decodeWrites(&reader, stateDelta: &stateDelta)
-        guard reader.isAtEnd else { throw DecodingError("\(reader.remaining) trailing bytes") }
+        guard reader.isAtEnd else { throw RecordDecodingError("\(reader.remaining) trailing bytes") }
         return writes
     }
 
     /// Applies the record's writes to `state` as it reads them, building neither the writes
     /// nor their old values (the fold fast path), and adds to `stateDelta` how they change the
-    /// encoded size of the state. Throws `DecodingError` or `StateError`; after a throw `state`
+    /// encoded size of the state. Throws `RecordDecodingError` or `StateError`; after a throw `state`
     /// may hold part of the record's writes and must be discarded.
     static func applyWrites(_ bytes: UnsafeRawBufferPointer, seq: UInt64, to state: inout StateValue,
                             stateDelta: inout Int, names: NameCache? = nil) throws {
@@ -168,11 +168,11 @@ enum RecordCodec {
                                                       newSize: new.map { _ in reader.offset - newStart })
             try state.set(new, at: path)
         }
-        guard reader.isAtEnd else { throw DecodingError("\(reader.remaining) trailing bytes") }
+        guard reader.isAtEnd else { throw RecordDecodingError("\(reader.remaining) trailing bytes") }
     }
 
     /// A reader over a checked record, positioned at its write count.
-    private static func writeSetReader(_ bytes: UnsafeRawBufferPointer, seq: UInt64, names: NameCache?) throws(DecodingError) -> BinaryReader {
+    private static func writeSetReader(_ bytes: UnsafeRawBufferPointer, seq: UInt64, names: NameCache?) throws(RecordDecodingError) -> BinaryReader {
         var (reader, _) = try verified(bytes, seq: seq, names: names)
         _ = try reader.varint()                    // time
         try reader.skip(try reader.count())        // stream
@@ -188,7 +188,7 @@ enum RecordCodec {
         return reader
     }
 
-    private static func decodeWrites(_ reader: inout BinaryReader, stateDelta: inout Int) throws(DecodingError) -> [Write] {
+    private static func decodeWrites(_ reader: inout BinaryReader, stateDelta: inout Int) throws(RecordDecodingError) -> [Write] {
         let count = try reader.count()
         var writes: [Write] = []
         writes.reserveCapacity(count)
@@ -211,10 +211,10 @@ enum RecordCodec {
         withKey(seq) { _ = writer.appendChecksum(from: 0, prefix: $0) }
     }
 
-    static func decodeKeyframe(_ bytes: UnsafeRawBufferPointer, seq: UInt64) throws(DecodingError) -> StateValue {
+    static func decodeKeyframe(_ bytes: UnsafeRawBufferPointer, seq: UInt64) throws(RecordDecodingError) -> StateValue {
         var (reader, _) = try verified(bytes, seq: seq)
         let state = try reader.value()
-        guard reader.isAtEnd else { throw DecodingError("\(reader.remaining) trailing bytes") }
+        guard reader.isAtEnd else { throw RecordDecodingError("\(reader.remaining) trailing bytes") }
         return state
     }
 
@@ -258,7 +258,7 @@ extension EventRecord {
     }
 
     /// Decodes stored bytes, checking their checksum against `seq`.
-    public init(storedBytes: UnsafeRawBufferPointer, seq: UInt64) throws(DecodingError) {
+    public init(storedBytes: UnsafeRawBufferPointer, seq: UInt64) throws(RecordDecodingError) {
         self = try RecordCodec.decode(storedBytes, seq: seq)
     }
 }

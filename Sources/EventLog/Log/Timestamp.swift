@@ -164,13 +164,13 @@ extension Int64 {
 }
 
 /// The source of event times. Inject a fixed or stepping clock in tests.
-public struct Clock: Sendable {
+public struct EventClock: Sendable {
     public let now: @Sendable () -> Timestamp
 
     public init(now: @escaping @Sendable () -> Timestamp) { self.now = now }
 
     /// The system's wall clock.
-    public static let system = Clock(now: Timestamp.now)
+    public static let system = EventClock(now: Timestamp.now)
 }
 
 /// A clock that moves only when told (and, optionally, by a fixed step at every reading):
@@ -194,9 +194,9 @@ public final class ManualClock: @unchecked Sendable {
     /// The current time, without moving the clock.
     public var now: Timestamp { lock.withLock { current } }
 
-    /// This clock as the `Clock` a store or engine reads.
-    public var clock: Clock {
-        Clock { [self] in
+    /// This clock as the `EventClock` a store or engine reads.
+    public var clock: EventClock {
+        EventClock { [self] in
             lock.withLock {
                 defer { current.microsecondsSince1970 += step }
                 return current

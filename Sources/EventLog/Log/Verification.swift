@@ -74,7 +74,7 @@ extension EventStore {
                         let seq: UInt64
                         let record: EventRecord
                         var stateDelta = 0
-                        do throws(DecodingError) {
+                        do throws(RecordDecodingError) {
                             seq = try RecordCodec.seq(fromKey: current.key)
                             guard seq == expected else {
                                 return fail(expected, seq > expected ? "missing (the next stored event is \(seq))" : "stored out of order")
@@ -97,7 +97,7 @@ extension EventStore {
                             guard at == seq else { return fail(at, "keyframe stored between events") }
                             guard due else { return fail(seq, "keyframe where the policy puts none") }
                             let snapshot: StateValue
-                            do throws(DecodingError) { snapshot = try RecordCodec.decodeKeyframe(stored.value, seq: at) } catch {
+                            do throws(RecordDecodingError) { snapshot = try RecordCodec.decodeKeyframe(stored.value, seq: at) } catch {
                                 return fail(at, "keyframe: \(error.reason)")
                             }
                             if let difference = snapshot.diff(to: state).first {

@@ -12,7 +12,7 @@
 /// equal; `<` and friends compare numbers with numbers and strings with strings, and are
 /// false otherwise; `contains` finds a substring, an array element or an object key; an
 /// operand used alone is true only when it is the boolean `true`.
-public struct Predicate: Sendable, CustomStringConvertible {
+public struct StatePredicate: Sendable, CustomStringConvertible {
     indirect enum Node: Sendable {
         case literal(StateValue)
         case path(StatePath)
@@ -130,7 +130,7 @@ private struct PredicateParser {
     static let maxNesting = 100
     static let maxConnectives = 1_000
 
-    mutating func parse() throws(PredicateSyntaxError) -> Predicate.Node {
+    mutating func parse() throws(PredicateSyntaxError) -> StatePredicate.Node {
         skipSpace()
         guard at < text.count else { throw fail("empty expression") }
         let node = try or()
@@ -139,7 +139,7 @@ private struct PredicateParser {
         return node
     }
 
-    mutating func or() throws(PredicateSyntaxError) -> Predicate.Node {
+    mutating func or() throws(PredicateSyntaxError) -> StatePredicate.Node {
         var node = try and()
         while consume("||") {
             try countConnective("||")
@@ -148,7 +148,7 @@ private struct PredicateParser {
         return node
     }
 
-    mutating func and() throws(PredicateSyntaxError) -> Predicate.Node {
+    mutating func and() throws(PredicateSyntaxError) -> StatePredicate.Node {
         var node = try unary()
         while consume("&&") {
             try countConnective("&&")
@@ -170,7 +170,7 @@ private struct PredicateParser {
         guard nesting <= Self.maxNesting else { throw fail("nested deeper than \(Self.maxNesting) levels") }
     }
 
-    mutating func unary() throws(PredicateSyntaxError) -> Predicate.Node {
+    mutating func unary() throws(PredicateSyntaxError) -> StatePredicate.Node {
         skipSpace()
         if peek("!") && !peek("!=") {
             try enter()
@@ -181,13 +181,13 @@ private struct PredicateParser {
         return try comparison()
     }
 
-    mutating func comparison() throws(PredicateSyntaxError) -> Predicate.Node {
+    mutating func comparison() throws(PredicateSyntaxError) -> StatePredicate.Node {
         let left = try operand()
         skipSpace()
         for op in ["==", "!=", "<=", ">=", "<", ">"] where peek(op) {
             at += op.unicodeScalars.count
             let right = try operand(after: op)
-            return .compare(left, Predicate.Comparison(rawValue: op)!, right)
+            return .compare(left, StatePredicate.Comparison(rawValue: op)!, right)
         }
         if peekWord("contains") {
             at += "contains".count
@@ -196,7 +196,7 @@ private struct PredicateParser {
         return left
     }
 
-    mutating func operand(after op: String? = nil) throws(PredicateSyntaxError) -> Predicate.Node {
+    mutating func operand(after op: String? = nil) throws(PredicateSyntaxError) -> StatePredicate.Node {
         skipSpace()
         guard at < text.count else {
             throw fail(op.map { "expected a value after '\($0)'" } ?? "expected a value")

@@ -71,12 +71,12 @@ extension BinaryWriter {
 }
 
 extension BinaryReader {
-    mutating func value(depth: Int = 0) throws(DecodingError) -> StateValue {
+    mutating func value(depth: Int = 0) throws(RecordDecodingError) -> StateValue {
         guard let value = try optionalValue(depth: depth) else { throw absentValue() }
         return value
     }
 
-    mutating func optionalValue(depth: Int = 0) throws(DecodingError) -> StateValue? {
+    mutating func optionalValue(depth: Int = 0) throws(RecordDecodingError) -> StateValue? {
         guard depth < StateLimits.maxReadDepth else { throw nestedTooDeep() }
         let tag = try byte()
         switch ValueTag(rawValue: tag) {
@@ -102,13 +102,13 @@ extension BinaryReader {
             }
             return .object(object)
         case .absent: return nil
-        case nil: throw DecodingError("unknown value tag \(tag) at byte \(offset - 1)")
+        case nil: throw RecordDecodingError("unknown value tag \(tag) at byte \(offset - 1)")
         }
     }
 
     /// Steps over a value or the absent tag, checking its structure as `optionalValue` does
     /// but building nothing; returns whether a value was there.
-    mutating func skipOptionalValue(depth: Int = 0) throws(DecodingError) -> Bool {
+    mutating func skipOptionalValue(depth: Int = 0) throws(RecordDecodingError) -> Bool {
         guard depth < StateLimits.maxReadDepth else { throw nestedTooDeep() }
         let tag = try byte()
         switch ValueTag(rawValue: tag) {
@@ -124,26 +124,26 @@ extension BinaryReader {
                 guard try skipOptionalValue(depth: depth + 1) else { throw absentValue() }
             }
         case .absent: return false
-        case nil: throw DecodingError("unknown value tag \(tag) at byte \(offset - 1)")
+        case nil: throw RecordDecodingError("unknown value tag \(tag) at byte \(offset - 1)")
         }
         return true
     }
 
-    private func absentValue() -> DecodingError { DecodingError("absent value where one is required") }
-    private func nestedTooDeep() -> DecodingError { DecodingError("values nested deeper than \(StateLimits.maxReadDepth) levels") }
+    private func absentValue() -> RecordDecodingError { RecordDecodingError("absent value where one is required") }
+    private func nestedTooDeep() -> RecordDecodingError { RecordDecodingError("values nested deeper than \(StateLimits.maxReadDepth) levels") }
 
-    mutating func path() throws(DecodingError) -> StatePath {
+    mutating func path() throws(RecordDecodingError) -> StatePath {
         guard let names else { return try decodePath() }
         let start = offset
         try skipPath()
         let encoded = UnsafeRawBufferPointer(rebasing: bytes[start..<offset])
-        return try names.path(encoded) { () throws(DecodingError) in
+        return try names.path(encoded) { () throws(RecordDecodingError) in
             var reader = BinaryReader(encoded)
             return try reader.decodePath()
         }
     }
 
-    private mutating func decodePath() throws(DecodingError) -> StatePath {
+    private mutating func decodePath() throws(RecordDecodingError) -> StatePath {
         let count = try self.count()
         var components: [StatePath.Component] = []
         components.reserveCapacity(count)
@@ -151,13 +151,13 @@ extension BinaryReader {
             switch try byte() {
             case 0: components.append(.key(try string()))
             case 1: components.append(.index(try int()))
-            case let kind: throw DecodingError("unknown path component kind \(kind)")
+            case let kind: throw RecordDecodingError("unknown path component kind \(kind)")
             }
         }
         return StatePath(components)
     }
 
-    private mutating func skipPath() throws(DecodingError) {
+    private mutating func skipPath() throws(RecordDecodingError) {
         for _ in 0..<(try count()) {
             if try byte() == 0 { try skip(try count()) } else { _ = try varint() }
         }
@@ -173,10 +173,10 @@ extension StateValue {
     }
 
     /// Decodes `encoded` bytes; throws on anything malformed or left over.
-    public init(encoded bytes: UnsafeRawBufferPointer) throws(DecodingError) {
+    public init(encoded bytes: UnsafeRawBufferPointer) throws(RecordDecodingError) {
         var reader = BinaryReader(bytes)
         self = try reader.value()
-        guard reader.isAtEnd else { throw DecodingError("\(reader.remaining) trailing bytes") }
+        guard reader.isAtEnd else { throw RecordDecodingError("\(reader.remaining) trailing bytes") }
     }
 }
 
@@ -192,9 +192,9 @@ extension StateValue {
 
     /// Decodes what `checkedEncoding(key:)` wrote under `key`; throws when the checksum or
     /// the encoding is wrong.
-    public init(checkedEncoding bytes: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer) throws(DecodingError) {
+    public init(checkedEncoding bytes: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer) throws(RecordDecodingError) {
         var (reader, _) = try RecordCodec.verified(bytes, key: key)
         self = try reader.value()
-        guard reader.isAtEnd else { throw DecodingError("\(reader.remaining) trailing bytes") }
+        guard reader.isAtEnd else { throw RecordDecodingError("\(reader.remaining) trailing bytes") }
     }
 }

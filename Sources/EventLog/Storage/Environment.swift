@@ -6,7 +6,17 @@ import Glibc
 import Darwin
 #endif
 
-/// An LMDB environment: one memory-mapped file holding named databases.
+/// How commits reach the disk.
+public enum Durability: Sendable {
+    /// Every commit is flushed (data and meta page) before it returns. The default.
+    case full
+    /// `MDB_NOMETASYNC`: the meta page is flushed with the next commit. A power loss may
+    /// lose the last commit, but the database is never corrupted. Roughly halves fsyncs.
+    case lastCommitMayBeLost
+}
+
+/// An LMDB environment: one memory-mapped file holding named databases. Package-internal,
+/// like everything in Storage/: a caller can never write around the log's checks.
 ///
 /// Guarantees:
 /// - Every transaction runs inside a synchronous, non-escaping closure; it commits when the
@@ -20,36 +30,27 @@ import Darwin
 ///   processes, and readers never block writers.
 ///
 /// See http://www.lmdb.tech/doc/group__mdb.html for the C API behind each call.
-public final class Environment: @unchecked Sendable {
-    /// How commits reach the disk.
-    public enum Durability: Sendable {
-        /// Every commit is flushed (data and meta page) before it returns. The default.
-        case full
-        /// `MDB_NOMETASYNC`: the meta page is flushed with the next commit. A power loss may
-        /// lose the last commit, but the database is never corrupted. Roughly halves fsyncs.
-        case lastCommitMayBeLost
-    }
-
+package final class Environment: @unchecked Sendable {
     /// How to open an environment.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// Initial map size in bytes; it grows on demand.
-        public var mapSize: Int = 64 << 20
+        package var mapSize: Int = 64 << 20
         /// The number of named databases the environment may hold.
-        public var maxDatabases: UInt32 = 8
+        package var maxDatabases: UInt32 = 8
         /// Open with `MDB_RDONLY`: no writes, nothing created.
-        public var readOnly = false
+        package var readOnly = false
         /// Whether every commit is flushed (the default) or the meta page waits for the next.
-        public var durability: Durability = .full
+        package var durability: Durability = .full
         /// Create the directory when it does not exist (ignored when read-only).
-        public var createIfMissing = true
+        package var createIfMissing = true
 
-        public init() {}
+        package init() {}
     }
 
     let handle: OpaquePointer
     /// The directory holding `data.mdb` and `lock.mdb`.
-    public let path: String
-    public let isReadOnly: Bool
+    package let path: String
+    package let isReadOnly: Bool
     /// Held shared by every transaction of this process and exclusively while the map is
     /// resized: `mdb_env_set_mapsize` requires that no transaction of the process is active.
     private let resizeLock: UnsafeMutablePointer<pthread_rwlock_t>
@@ -101,7 +102,7 @@ public final class Environment: @unchecked Sendable {
     /// Opens the environment in directory `path` (creating it unless read-only), or returns
     /// the one this process already has open there; the first opener's options win. A
     /// read-only environment is not shared with a caller who wants to write (`EBUSY`).
-    public static func open(path: String, options: Options = Options()) throws -> Environment {
+    package static func open(path: String, options: Options = Options()) throws -> Environment {
         var created: [String] = []
         if !options.readOnly && options.createIfMissing {
             if mkdir(path, 0o755) == 0 { created.append(path) } else if errno != EEXIST { throw LMDBError(code: errno) }
@@ -155,7 +156,7 @@ public final class Environment: @unchecked Sendable {
     }
 
     /// The current map size in bytes.
-    public var mapSize: Int {
+    package var mapSize: Int {
         var info = MDB_envinfo()
         mdb_env_info(handle, &info)
         return info.me_mapsize
@@ -163,13 +164,13 @@ public final class Environment: @unchecked Sendable {
 
     /// Runs `body` in a read-only snapshot of the database. Database handles opened inside
     /// it stay valid afterwards (the transaction is committed, which for readers only ends it).
-    public func read<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
+    package func read<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
         try withTransaction(flags: UInt32(MDB_RDONLY), body)
     }
 
     /// Runs `body` in a write transaction: commits when it returns, aborts when it throws.
     /// On `MDB_MAP_FULL` the map is doubled and `body` runs again from the start.
-    public func write<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
+    package func write<R>(_ body: (borrowing Transaction) throws -> R) throws -> R {
         while true {
             do {
                 return try withTransaction(flags: 0, body)
@@ -180,7 +181,7 @@ public final class Environment: @unchecked Sendable {
     }
 
     /// Flushes buffers to disk; useful after commits made with `.lastCommitMayBeLost`.
-    public func sync() throws {
+    package func sync() throws {
         try check(mdb_env_sync(handle, 1))
     }
 
@@ -219,7 +220,7 @@ public final class Environment: @unchecked Sendable {
     /// Grows the map, when needed, so that at least `bytes` more can be written without
     /// `MDB_MAP_FULL`: for a write transaction that cannot run again (one that streams its
     /// input). The map only reserves address space; the file grows as pages are written.
-    public func reserve(_ bytes: Int) throws {
+    package func reserve(_ bytes: Int) throws {
         var stat = MDB_stat()
         var info = MDB_envinfo()
         try check(mdb_env_stat(handle, &stat))
@@ -243,6 +244,6 @@ public final class Environment: @unchecked Sendable {
 }
 
 /// A named database inside an environment (an `MDB_dbi`).
-public struct Database: Sendable, Hashable {
+package struct Database: Sendable, Hashable {
     let id: MDB_dbi
 }

@@ -2,20 +2,20 @@ import CLMDB
 
 /// A pair of borrowed byte views straight from the memory map. Valid only until the
 /// transaction that produced it ends; copy what must outlive it.
-public struct Entry {
-    public let key: UnsafeRawBufferPointer
-    public let value: UnsafeRawBufferPointer
+package struct Entry {
+    package let key: UnsafeRawBufferPointer
+    package let value: UnsafeRawBufferPointer
 }
 
 /// An open LMDB transaction, lent to a closure by `Environment.read` or `write`.
 /// It cannot be copied out of that closure.
-public struct Transaction: ~Copyable {
+package struct Transaction: ~Copyable {
     let handle: OpaquePointer
 
     /// Opens the named database; with `create` (write transactions only) it is created when
     /// missing. Returns `nil` when it does not exist. The handle stays valid for the
     /// environment's lifetime once this transaction commits.
-    public func openDatabase(named name: String, create: Bool = false) throws -> Database? {
+    package func openDatabase(named name: String, create: Bool = false) throws -> Database? {
         var dbi: MDB_dbi = 0
         let result = mdb_dbi_open(handle, name, create ? UInt32(MDB_CREATE) : 0, &dbi)
         if result == MDB_NOTFOUND { return nil }
@@ -34,13 +34,13 @@ public struct Transaction: ~Copyable {
     var snapshotID: Int { mdb_txn_id(handle) }
 
     /// The value stored under the UTF-8 bytes of `key`.
-    public func get(_ db: Database, key: String) throws -> UnsafeRawBufferPointer? {
+    package func get(_ db: Database, key: String) throws -> UnsafeRawBufferPointer? {
         var key = key
         return try key.withUTF8 { try get(db, key: UnsafeRawBufferPointer($0)) }
     }
 
     /// Stores a little-endian `UInt32` under the UTF-8 bytes of `key`.
-    public func put(_ db: Database, key: String, value: UInt32) throws {
+    package func put(_ db: Database, key: String, value: UInt32) throws {
         var key = key
         try key.withUTF8 { k in
             try withUnsafeBytes(of: value.littleEndian) { try put(db, key: UnsafeRawBufferPointer(k), value: $0) }
@@ -48,7 +48,7 @@ public struct Transaction: ~Copyable {
     }
 
     /// The value stored under `key`, borrowed from the map, or `nil` when absent.
-    public func get(_ db: Database, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+    package func get(_ db: Database, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val()
         let result = mdb_get(handle, db.id, &k, &v)
@@ -59,7 +59,7 @@ public struct Transaction: ~Copyable {
 
     /// Stores `value` under `key`, replacing what was there. To add keys in increasing order,
     /// `Cursor.append` is cheaper.
-    public func put(_ db: Database, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
+    package func put(_ db: Database, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
         try check(mdb_put(handle, db.id, &k, &v, 0))
@@ -67,7 +67,7 @@ public struct Transaction: ~Copyable {
 
     /// Removes `key`; returns whether it was there.
     @discardableResult
-    public func delete(_ db: Database, key: UnsafeRawBufferPointer) throws -> Bool {
+    package func delete(_ db: Database, key: UnsafeRawBufferPointer) throws -> Bool {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         let result = mdb_del(handle, db.id, &k, nil)
         if result == MDB_NOTFOUND { return false }
@@ -76,7 +76,7 @@ public struct Transaction: ~Copyable {
     }
 
     /// The number of entries in `db`.
-    public func count(_ db: Database) throws -> Int {
+    package func count(_ db: Database) throws -> Int {
         var stat = MDB_stat()
         try check(mdb_stat(handle, db.id, &stat))
         return stat.ms_entries
@@ -84,12 +84,12 @@ public struct Transaction: ~Copyable {
 
     /// Removes every entry of `db` (`mdb_drop` without deleting the database); with
     /// `deletingDatabase`, the database itself too, after which its handle is invalid.
-    public func empty(_ db: Database, deletingDatabase: Bool = false) throws {
+    package func empty(_ db: Database, deletingDatabase: Bool = false) throws {
         try check(mdb_drop(handle, db.id, deletingDatabase ? 1 : 0))
     }
 
     /// Lends a cursor over `db` to `body` and closes it afterwards.
-    public func withCursor<R>(_ db: Database, _ body: (borrowing Cursor) throws -> R) throws -> R {
+    package func withCursor<R>(_ db: Database, _ body: (borrowing Cursor) throws -> R) throws -> R {
         var cursor: OpaquePointer?
         try check(mdb_cursor_open(handle, db.id, &cursor))
         defer { mdb_cursor_close(cursor) }
@@ -99,15 +99,15 @@ public struct Transaction: ~Copyable {
 
 /// A position in a database, moved with `first`, `last`, `next`, `previous` and `seek`.
 /// Each move returns the entry it lands on, or `nil` when there is none.
-public struct Cursor: ~Copyable {
+package struct Cursor: ~Copyable {
     let handle: OpaquePointer
 
-    public func first() throws -> Entry? { try move(MDB_FIRST) }
-    public func last() throws -> Entry? { try move(MDB_LAST) }
-    public func next() throws -> Entry? { try move(MDB_NEXT) }
-    public func previous() throws -> Entry? { try move(MDB_PREV) }
+    package func first() throws -> Entry? { try move(MDB_FIRST) }
+    package func last() throws -> Entry? { try move(MDB_LAST) }
+    package func next() throws -> Entry? { try move(MDB_NEXT) }
+    package func previous() throws -> Entry? { try move(MDB_PREV) }
     /// The first entry whose key is greater than or equal to `key` (`MDB_SET_RANGE`).
-    public func seek(atOrAfter key: UnsafeRawBufferPointer) throws -> Entry? {
+    package func seek(atOrAfter key: UnsafeRawBufferPointer) throws -> Entry? {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         return try move(MDB_SET_RANGE, key: &k)
     }
@@ -116,7 +116,7 @@ public struct Cursor: ~Copyable {
     /// (`MDB_APPEND`, which packs pages full; write transactions only). In a loop this is
     /// cheaper than `Transaction.put`, which sets up a new cursor and searches the tree for
     /// every key.
-    public func append(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
+    package func append(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
         try check(mdb_cursor_put(handle, &k, &v, UInt32(MDB_APPEND)))

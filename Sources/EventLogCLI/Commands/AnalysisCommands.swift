@@ -107,7 +107,7 @@ enum AnalysisCommands {
                                                : "use only one of " + modes.map { "--\($0)" }.joined(separator: ", "))
         }
         let predicate = try arguments.value("where").map { (text) throws(CLIError) in
-            do { return try Predicate(parsing: text) } catch { throw CLIError.badInput("--where \(error)") }
+            do { return try StatePredicate(parsing: text) } catch { throw CLIError.badInput("--where \(error)") }
         }
         let projection = try projection(arguments)
         let store = try context.openStore()
@@ -147,7 +147,7 @@ enum AnalysisCommands {
     /// A path no state in the range holds (a typo such as `messenger.selectedtab`) reads as
     /// null everywhere and answers a question nobody asked: say so on stderr, with the
     /// nearest path the newest state holds.
-    static func warnOfAbsentPaths(_ predicate: EventLog.Predicate, store: EventStore, from: UInt64, to: UInt64, context: Context) throws(CLIError) {
+    static func warnOfAbsentPaths(_ predicate: StatePredicate, store: EventStore, from: UInt64, to: UInt64, context: Context) throws(CLIError) {
         for path in predicate.paths {
             let everPresent = try attempt { () throws -> Bool in
                 var found = false
