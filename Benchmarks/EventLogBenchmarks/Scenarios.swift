@@ -234,7 +234,7 @@ enum Scenarios {
         let seconds = try time {
             for _ in 0..<runs {
                 let k = Int.random(in: 1...phases, using: &rng)
-                let predicate = try Predicate(parsing: "phase >= \(k)")
+                let predicate = try StatePredicate(parsing: "phase >= \(k)")
                 let start = now()
                 let result = try log.store.firstEvent(where: predicate)
                 latencies.append(Double(now() - start) / 1e3)
