@@ -28,7 +28,7 @@ struct Workload {
             writes.append(Write(Self.paths[k], old: old, new: .string("value-\(n)")))
         }
         return Event(
-            stream: "messenger", type: Self.types[n % Self.types.count], origin: [.tap, .url, .test, .capture][n % 4],
+            stream: "messenger", type: Self.types[n % Self.types.count], origin: ["tap", "url", "test", "capture"][n % 4],
             cause: Cause(id: "plan-\(n / 8 * 8)", step: n % 8, source: Self.sources[n / 8 % Self.sources.count]),
             outcome: .applied, payload: ["id": .string("aria-\(n % 10)")], writes: writes)
     }

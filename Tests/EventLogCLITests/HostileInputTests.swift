@@ -87,3 +87,36 @@ import Testing
         #expect(try runEventlog(["--version", "extra"]).code == 2)
     }
 }
+
+/// Databases written by an older build open: a format-1 database (Fixtures/format1.mdbdump,
+/// `mdb_dump -a` of a demo log that build recorded) reads, verifies and exports as it did,
+/// and becomes format 2 when a writer opens it, its records unchanged.
+@Suite struct FormatCompatibilityTests {
+    let dir = TemporaryDirectory()
+
+    @Test func aFormatOneDatabaseOpensVerifiesAndUpgrades() throws {
+        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+        let db = dir.file("old.lmdb")
+        try FileManager.default.createDirectory(atPath: db, withIntermediateDirectories: true)
+        let load = Process()
+        load.executableURL = URL(fileURLWithPath: "/usr/bin/mdb_load")
+        load.arguments = ["-f", fixtures.appendingPathComponent("format1.mdbdump").path, db]
+        load.standardError = FileHandle.nullDevice
+        try load.run()
+        load.waitUntilExit()
+        #expect(load.terminationStatus == 0)
+        let exported = try String(contentsOf: fixtures.appendingPathComponent("format1.jsonl"), encoding: .utf8)
+        #expect(try StateValue(json: try runEventlog(["info", "--json", "--db", db]).out)["format"] == 1)
+        #expect(try runEventlog(["verify", "--db", db]).code == 0)
+        #expect(try runEventlog(["export", "--db", db]).out == exported)
+        // A writer brings it to format 2; an origin by name is then stored as such.
+        let append = try runEventlog(["import", "-", "--db", db], stdin: #"{"stream":"deploy","type":"checkStarted","origin":"deploy-client"}"#)
+        #expect(append.code == 0, "\(append.err)")
+        #expect(try StateValue(json: try runEventlog(["info", "--json", "--db", db]).out)["format"] == 2)
+        #expect(try runEventlog(["verify", "--db", db]).code == 0)
+        let after = try runEventlog(["export", "--db", db]).out
+        #expect(after.hasPrefix(exported))
+        let last = try StateValue(json: String(after.split(separator: "\n").last!))
+        #expect(last["seq"] == 68 && last["origin"] == "deploy-client")
+    }
+}

@@ -40,7 +40,7 @@ import Testing
         #expect(info["events"] == 20)
         #expect(info["firstSeq"] == 1)
         #expect(info["lastSeq"] == 20)
-        #expect(info["format"] == 1)
+        #expect(info["format"] == .int(Int64(EventStore.formatVersion)))
         #expect(info["fileBytes"]?.intValue ?? 0 > 0)
         #expect(eventlog(["info", "--db", db]).out.contains("events     20"))
     }
@@ -396,13 +396,13 @@ import Testing
         #expect(eventlog(["import", "-", "--db", db], stdin: #"{"stream":"s","type":"t"}"#).code == 0)
         try Environment.open(path: db).write { txn in
             let meta = try #require(try txn.openDatabase(named: "meta"))
-            try txn.put(meta, key: "format", value: 2)
+            try txn.put(meta, key: "format", value: EventStore.formatVersion + 1)
             // As a log written before the meta record had a checksum.
             _ = try Array("checksum".utf8).withUnsafeBytes { try txn.delete(meta, key: $0) }
         }
         let result = eventlog(["info", "--db", db])
         #expect(result.code == 3)
-        #expect(result.err == "Error: cannot open \(db): the database has format version 2, newer than the 1 this build reads; upgrade eventlog\n")
+        #expect(result.err == "Error: cannot open \(db): the database has format version \(EventStore.formatVersion + 1), newer than the \(EventStore.formatVersion) this build reads; upgrade eventlog\n")
         #expect(eventlog(["import", "-", "--db", db], stdin: #"{"stream":"s","type":"t"}"#).code == 3)
     }
 

@@ -283,10 +283,10 @@ import Testing
         for readOnly in [false, true] {
             var options = EventStore.Options.testing()
             options.readOnly = readOnly
-            #expect(throws: EventStoreError.newerFormat(found: 99, supported: 1)) { try EventStore(path: dir.path, options: options) }
+            #expect(throws: EventStoreError.newerFormat(found: 99, supported: EventStore.formatVersion)) { try EventStore(path: dir.path, options: options) }
         }
-        #expect(EventStoreError.newerFormat(found: 99, supported: 1).description
-            == "the database has format version 99, newer than the 1 this build reads; upgrade eventlog")
+        #expect(EventStoreError.newerFormat(found: 99, supported: 2).description
+            == "the database has format version 99, newer than the 2 this build reads; upgrade eventlog")
     }
 
     @Test func readOnlyOpenOfAMissingDatabaseCreatesNothing() throws {

@@ -145,7 +145,7 @@ struct HostileEvents {
         try! state.apply(writes)
         for write in writes where !writtenPaths.contains(write.path) { writtenPaths.append(write.path) }
         var event = Event(stream: string(minLength: 1, maxLength: 8), type: string(minLength: 1, maxLength: 8),
-                          origin: Origin.allCases.randomElement(using: &rng)!, payload: value(depthLeft: 6), writes: writes)
+                          origin: origin(), payload: value(depthLeft: 6), writes: writes)
         if Bool.random(using: &rng) { event.cause = Cause(id: string(maxLength: 10), step: Int.random(in: 0...1_000, using: &rng), source: string(maxLength: 20)) }
         switch Int.random(in: 0..<3, using: &rng) {
         case 0: event.outcome = .skipped(reason: string(maxLength: 30))
@@ -155,6 +155,12 @@ struct HostileEvents {
         let range = Timestamp.rfc3339Range
         let time = [range.lowerBound, range.upperBound, Int64.random(in: range, using: &rng)].randomElement(using: &rng)!
         return (event, Timestamp(microsecondsSince1970: time))
+    }
+
+    /// One of format 1's coded origins, or a name of any Unicode (written out, format 2).
+    private mutating func origin() -> Origin {
+        let coded: [Origin] = ["tap", "url", "test", "capture", .system]
+        return Bool.random(using: &rng) ? coded.randomElement(using: &rng)! : Origin(rawValue: "o" + string(maxLength: 10).filter { !$0.isASCII || $0.isLetter }) ?? "other"
     }
 
     private func stateAfter(_ writes: [Write]) -> StateValue {

@@ -46,7 +46,7 @@ struct RandomSession {
         }
         let writes = old == nil && new == nil ? [] : [Write(path, old: old, new: new)]
         try! state.apply(writes)
-        return Event(stream: area, type: "set", origin: .test, payload: ["key": .string(key)], writes: writes)
+        return Event(stream: area, type: "set", origin: "test", payload: ["key": .string(key)], writes: writes)
     }
 }
 

@@ -1,7 +1,28 @@
-/// Where an event came from. Taps, URLs, tests and capture scripts all reach the same apply
-/// step; the origin is the only thing that tells them apart.
-public enum Origin: String, Sendable, Hashable, CaseIterable {
-    case tap, url, test, capture, system
+/// Where an event came from, named by the layer that records it: the log itself knows only
+/// `system`; the effects layer adds `tap`, `url`, `test` and `capture`; other layers (deploys,
+/// update prompts, an app's own) name theirs the same way, in an extension of their own.
+///
+/// A name is 1 to 64 bytes of UTF-8 without control characters.
+public struct Origin: RawRepresentable, Sendable, Hashable, ExpressibleByStringLiteral, CustomStringConvertible {
+    public let rawValue: String
+
+    /// `nil` when `rawValue` is not a valid name.
+    public init?(rawValue: String) {
+        guard !rawValue.isEmpty, rawValue.utf8.count <= 64,
+              !rawValue.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else { return nil }
+        self.rawValue = rawValue
+    }
+
+    /// A literal name; it must be valid (an invalid literal is a programmer error).
+    public init(stringLiteral value: String) {
+        guard let origin = Origin(rawValue: value) else { preconditionFailure("invalid origin name \"\(value)\"") }
+        self = origin
+    }
+
+    public var description: String { rawValue }
+
+    /// What the system did on its own (a timeout, a default, an import).
+    public static let system: Origin = "system"
 }
 
 /// What became of a step when it was applied.

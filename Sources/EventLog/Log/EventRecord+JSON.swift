@@ -80,7 +80,7 @@ public struct ImportedEvent: Sendable, Hashable {
         var event = Event(stream: stream, type: type, payload: object["payload"] ?? .null)
         if let name = try string("origin") {
             guard let origin = Origin(rawValue: name) else {
-                throw RecordFormatError("unknown origin \"\(name)\" (expected \(Origin.allCases.map(\.rawValue).joined(separator: ", ")))")
+                throw RecordFormatError("origin \"\(name)\" must be 1 to 64 bytes without control characters")
             }
             event.origin = origin
         }

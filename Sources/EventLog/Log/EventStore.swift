@@ -14,8 +14,9 @@ import Foundation
 /// - One writer at a time across threads and processes; readers never block. Appends from
 ///   another process are picked up at the start of each write transaction.
 public final class EventStore: @unchecked Sendable {
-    /// The newest storage format this build reads and the one it writes.
-    public static let formatVersion: UInt32 = 1
+    /// The newest storage format this build reads and the one it writes. Format 2 adds
+    /// origins stored by name; a format-1 database opened for writing becomes format 2.
+    public static let formatVersion: UInt32 = 2
 
     /// How to open a store.
     public struct Options: Sendable {
@@ -35,6 +36,8 @@ public final class EventStore: @unchecked Sendable {
 
     /// The LMDB environment, shared with any other store of this process on the same path.
     package let environment: Environment
+    /// The storage format of this database (older ones open read-only as they are).
+    public let format: UInt32
     /// The directory holding the log.
     public var path: String { environment.path }
     /// Whether this store was opened read-only (its environment may be shared with a writer).
@@ -79,7 +82,7 @@ public final class EventStore: @unchecked Sendable {
         isReadOnly = options.readOnly
         clock = options.clock
 
-        let open = { (txn: borrowing Transaction, writable: Bool) throws -> (Database, Database, Database, KeyframePolicy) in
+        let open = { (txn: borrowing Transaction, writable: Bool) throws -> (Database, Database, Database, KeyframePolicy, UInt32) in
             // Only a brand-new environment becomes a log: one holding anything else (another
             // program's databases) is never written to.
             let isNew = try writable && txn.mainDatabaseIsEmpty()
@@ -91,7 +94,7 @@ public final class EventStore: @unchecked Sendable {
                 let values = [Self.formatVersion, options.keyframePolicy.ratio, options.keyframePolicy.minimumEvents]
                 for (key, value) in zip(MetaKey.checked, values) { try txn.put(meta, key: key, value: value) }
                 try txn.put(meta, key: MetaKey.checksum, value: Self.metaChecksum(values))
-                return (meta, events, keyframes, options.keyframePolicy)
+                return (meta, events, keyframes, options.keyframePolicy, Self.formatVersion)
             }
             let values = try MetaKey.checked.map { key in try txn.get(meta, key: key).map { try Self.readUInt32($0, key) } }
             let checksum = try txn.get(meta, key: MetaKey.checksum).map { try Self.readUInt32($0, MetaKey.checksum) }
@@ -106,14 +109,18 @@ public final class EventStore: @unchecked Sendable {
             guard let format = values[0], let ratio = values[1], let minimum = values[2] else {
                 throw EventStoreError.notAnEventLog(path: path)
             }
-            if checksum == nil && writable {
-                // Written before the meta record had a checksum.
-                try txn.put(meta, key: MetaKey.checksum, value: Self.metaChecksum([format, ratio, minimum]))
+            // Opened for writing, an older format is brought up to this one (format 1's records
+            // are format 2's as they are), and a meta record written before it had a checksum
+            // gets one.
+            if writable && (format < Self.formatVersion || checksum == nil) {
+                try txn.put(meta, key: MetaKey.format, value: Self.formatVersion)
+                try txn.put(meta, key: MetaKey.checksum, value: Self.metaChecksum([Self.formatVersion, ratio, minimum]))
+                return (meta, events, keyframes, KeyframePolicy(ratio: ratio, minimumEvents: minimum), Self.formatVersion)
             }
-            return (meta, events, keyframes, KeyframePolicy(ratio: ratio, minimumEvents: minimum))
+            return (meta, events, keyframes, KeyframePolicy(ratio: ratio, minimumEvents: minimum), format)
         }
         let opened = try options.readOnly ? environment.read { try open($0, false) } : environment.write { try open($0, true) }
-        (meta, events, keyframes, keyframePolicy) = opened
+        (meta, events, keyframes, keyframePolicy, format) = opened
         // A log damaged near its end still opens, so that its good part can be read, verified
         // and salvaged; the first write rebuilds the tip and is refused while the damage stands.
         tip = (try? environment.read { txn in try currentTip(in: txn) }) ?? .unknown

@@ -1,8 +1,9 @@
-/// The stored layout of an event record (format version 1). Keys are the sequence number as
+/// The stored layout of an event record (format version 2; format 1 is the same without
+/// named origins). Keys are the sequence number as
 /// 8 big-endian bytes; the value is:
 ///
 ///     signed   time (µs since 1970)
-///     string   stream · string type · byte origin
+///     string   stream · string type · byte origin (0xFF: then the origin's name, format 2)
 ///     byte     0 no cause | 1 then string id, varint step, string source
 ///     byte     0 applied | 1 skipped, then string reason | 2 cancelled
 ///     fixed32  payload length (LE), then the payload value
@@ -50,7 +51,12 @@ enum RecordCodec {
         writer.signed(time.microsecondsSince1970)
         writer.string(event.stream)
         writer.string(event.type)
-        writer.byte(event.origin.code)
+        if let code = event.origin.code {
+            writer.byte(code)
+        } else {
+            writer.byte(Origin.namedCode)
+            writer.string(event.origin.rawValue)
+        }
         if let cause = event.cause {
             writer.byte(1)
             writer.string(cause.id)
@@ -117,7 +123,15 @@ enum RecordCodec {
         let stream = try reader.name()
         let type = try reader.name()
         let originCode = try reader.byte()
-        guard let origin = Origin(code: originCode) else { throw RecordDecodingError("unknown origin code \(originCode)") }
+        let origin: Origin
+        if originCode == Origin.namedCode {
+            let name = try reader.name()
+            guard let named = Origin(rawValue: name) else { throw RecordDecodingError("invalid origin name of \(name.utf8.count) bytes") }
+            origin = named
+        } else {
+            guard let known = Origin(code: originCode) else { throw RecordDecodingError("unknown origin code \(originCode)") }
+            origin = known
+        }
         var cause: Cause?
         switch try reader.byte() {
         case 0: break
@@ -177,7 +191,7 @@ enum RecordCodec {
         _ = try reader.varint()                    // time
         try reader.skip(try reader.count())        // stream
         try reader.skip(try reader.count())        // type
-        _ = try reader.byte()                      // origin
+        if try reader.byte() == Origin.namedCode { try reader.skip(try reader.count()) } // origin
         if try reader.byte() == 1 {                // cause
             try reader.skip(try reader.count())
             _ = try reader.varint()
@@ -225,26 +239,17 @@ enum RecordCodec {
 }
 
 extension Origin {
-    /// The stored code; fixed forever, independent of declaration order.
-    var code: UInt8 {
-        switch self {
-        case .tap: 0
-        case .url: 1
-        case .test: 2
-        case .capture: 3
-        case .system: 4
-        }
-    }
+    /// The stored codes of format 1's five names, fixed forever; any other name is stored as
+    /// `namedCode` followed by the name (format 2).
+    private static let codes: [(Origin, UInt8)] = [("tap", 0), ("url", 1), ("test", 2), ("capture", 3), (.system, 4)]
+    static let namedCode: UInt8 = 0xFF
+
+    /// The stored code, or `nil` when the name is written out after `namedCode`.
+    var code: UInt8? { Self.codes.first { $0.0 == self }?.1 }
 
     init?(code: UInt8) {
-        switch code {
-        case 0: self = .tap
-        case 1: self = .url
-        case 2: self = .test
-        case 3: self = .capture
-        case 4: self = .system
-        default: return nil
-        }
+        guard let known = Self.codes.first(where: { $0.1 == code }) else { return nil }
+        self = known.0
     }
 }
 

@@ -18,14 +18,14 @@ enum LogCommands {
             context.printJSON([
                 "database": .string(context.databasePath), "events": .int(Int64(last)),
                 "fileBytes": .int(Int64(fileBytes)), "firstSeq": firstSeq,
-                "format": .int(Int64(EventStore.formatVersion)), "keyframeRatio": .int(Int64(store.keyframePolicy.ratio)),
+                "format": .int(Int64(store.format)), "keyframeRatio": .int(Int64(store.keyframePolicy.ratio)),
                 "keyframes": .int(Int64(keyframes)), "lastSeq": .int(Int64(last)),
                 "mapBytes": .int(Int64(store.environment.mapSize)),
             ])
         } else {
             context.console.line("""
                 database   \(context.databasePath)
-                format     \(EventStore.formatVersion)
+                format     \(store.format)
                 events     \(last)
                 first seq  \(first.map(String.init) ?? "-")
                 last seq   \(last)

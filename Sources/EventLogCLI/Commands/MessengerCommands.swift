@@ -182,7 +182,7 @@ enum MessengerCommands {
     static let demoStart = Timestamp(microsecondsSince1970: 1_767_603_600_000_000)
 
     static func parseOrigin(_ text: String) throws(CLIError) -> Origin {
-        guard let origin = Origin(rawValue: text), origin != .system else {
+        guard let origin = Origin(rawValue: text), Origin.entryPoints.contains(origin) else {
             throw CLIError.usage("--origin must be tap, url, test or capture, not \"\(text)\"")
         }
         return origin
