@@ -61,7 +61,7 @@ let package = Package(
         .testTarget(name: "EffectsTests", dependencies: ["Effects", "EventLog", "EventLogTesting"]),
         .testTarget(name: "ObjectsTests", dependencies: ["Objects", "EventLog", "EventLogTesting"]),
         .testTarget(name: "DemoMessengerTests", dependencies: ["DemoMessenger", "Effects", "EventLog", "EventLogTesting"]),
-        .testTarget(name: "EventLogCLITests", dependencies: ["EventLogCLI", "EventLog", "EventLogTesting"]),
+        .testTarget(name: "EventLogCLITests", dependencies: ["EventLogCLI", "EventLog", "EventLogTesting"], exclude: ["Fixtures"]),
         .testTarget(name: "EventLogBenchmarksTests", dependencies: ["EventLogBenchmarks"]),
     ]
 )
