@@ -60,7 +60,7 @@ func attempt<R>(writingTo database: String? = nil, _ body: () throws -> R) throw
         switch error {
         case .noSuchEvent, .staleWrite, .invalidWrite, .limitExceeded, .readOnly: throw CLIError.badInput("\(error)")
         case .corruptRecord, .damaged: throw CLIError.problem("\(error)")
-        case .notFound, .notAnEventLog, .newerFormat, .storage: throw unavailable(error)
+        case .notFound, .notAnEventLog, .newerFormat: throw unavailable(error)
         }
     } catch {
         throw unavailable(error)

@@ -2,6 +2,7 @@ import CLMDB
 @testable import EventLog
 import EventLogTesting
 import Foundation
+import Synchronization
 import Testing
 
 @Suite struct EventStoreTests {
@@ -466,20 +467,20 @@ import Testing
         let producers = 8
         let perProducer = 100
         let done = DispatchGroup()
-        let failures = Counter()
+        let failures = Atomic<Int>(0)
         for producer in 0..<producers {
             done.enter()
             Thread {
                 let path = StatePath([.key("producer\(producer)")])
                 for i in 0..<perProducer {
                     let event = Event(stream: "s", type: "tick", writes: [Write(path, old: i == 0 ? nil : .int(Int64(i - 1)), new: .int(Int64(i)))])
-                    if (try? store.appendGrouped(event)) == nil { _ = failures.next() }
+                    if (try? store.appendGrouped(event)) == nil { failures.add(1, ordering: .relaxed) }
                 }
                 done.leave()
             }.start()
         }
         done.wait()
-        #expect(failures.next() == 0)
+        #expect(failures.load(ordering: .relaxed) == 0)
         #expect(try store.lastSeq() == UInt64(producers * perProducer))
         let state = try store.currentState
         for producer in 0..<producers { #expect(state[StatePath([.key("producer\(producer)")])] == .int(Int64(perProducer - 1))) }

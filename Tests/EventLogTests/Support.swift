@@ -3,14 +3,7 @@ import Foundation
 
 /// A clock that starts at a fixed moment and ticks one millisecond per reading.
 func steppingClock(start: Int64 = 1_764_468_000_000_000) -> EventClock {
-    let counter = Counter()
-    return EventClock { Timestamp(microsecondsSince1970: start + counter.next() * 1_000) }
-}
-
-final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Int64 = 0
-    func next() -> Int64 { lock.withLock { defer { value += 1 }; return value } }
+    ManualClock(start: Timestamp(microsecondsSince1970: start), stepMicroseconds: 1_000).clock
 }
 
 extension EventStore.Options {

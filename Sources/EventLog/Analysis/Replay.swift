@@ -66,7 +66,7 @@ extension EventStore {
             var recorded: StateValue?
             if verify, let recomputed, !recomputed.agrees(with: record.event) {
                 var state = report.state
-                try? state.apply(record.event.writes)
+                do throws(StateError) { try state.apply(record.event.writes) } catch { throw EventStoreError.invalidWrite(error) }
                 recorded = state
             }
             let writes = recomputed?.writes ?? record.event.writes
@@ -103,8 +103,12 @@ extension EventStore {
                     found = (seq + UInt64(offset), a.diff(to: b))
                     break
                 }
-                try? a.apply(wa!)
-                try? b.apply(wb!)
+                do throws(StateError) {
+                    try a.apply(wa!)
+                    try b.apply(wb!)
+                } catch {
+                    throw EventStoreError.invalidWrite(error)
+                }
                 if wa != wb, a != b {
                     found = (seq + UInt64(offset), a.diff(to: b))
                     break

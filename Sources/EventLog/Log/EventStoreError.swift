@@ -23,8 +23,6 @@ public enum EventStoreError: Error, Hashable, CustomStringConvertible {
     case noSuchEvent(seq: UInt64, last: UInt64)
     /// The store was opened read-only.
     case readOnly
-    /// LMDB reported an error.
-    case storage(LMDBError)
 
     public var description: String {
         switch self {
@@ -41,7 +39,6 @@ public enum EventStoreError: Error, Hashable, CustomStringConvertible {
         case .noSuchEvent(let seq, let last):
             last == 0 ? "no event \(seq): the log is empty" : "no event \(seq): the log holds 1…\(last)"
         case .readOnly: "the event log is open read-only"
-        case .storage(let error): "storage error: \(error)"
         }
     }
 }
