@@ -57,6 +57,8 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
     /// The stream of plan start events and of navigation steps.
     public static var planStream: String { "plans" }
     public static var navigationStream: String { "navigation" }
+    /// The stream of the event that records the model's initial state.
+    public static var initialStateStream: String { "system" }
 
     /// Attaches to `store`, recording the app's initial state first if the log has none.
     public init(store: EventStore, model: Model) throws {
@@ -70,7 +72,7 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
         try store.transact { batch in
             let writes = initial.filter { batch.state[$0.0] == nil }.map { Write($0.0, old: nil, new: $0.1) }
             if !writes.isEmpty {
-                try batch.append(Event(stream: "system", type: "initialState", origin: .system,
+                try batch.append(Event(stream: Self.initialStateStream, type: "initialState", origin: .system,
                                        payload: ["app": .string(model.stream)], writes: writes))
             }
         }

@@ -75,4 +75,10 @@ public struct EffectProjection<Model: EffectModel>: Projection {
         case .writes(let writes): return Recomputed(outcome: .applied, writes: writes)
         }
     }
+
+    /// The model's effects and the navigation steps; the engine's own inputs (plan starts,
+    /// the initial state) are for the app's `Projections` to take as recorded.
+    public func knows(stream: String) -> Bool {
+        stream == model.stream || stream == EffectEngine<Model>.navigationStream
+    }
 }

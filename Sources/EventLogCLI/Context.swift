@@ -7,10 +7,13 @@ struct Context: Sendable {
     var databasePath: String
     var json: Bool
     var console: Console
+    /// The app whose code replays the log.
+    var app: EventLogApp
 
     static let defaultDatabasePath = "./eventlog.lmdb"
 
-    init(arguments: ParsedArguments, environment: [String: String], console: Console) {
+    init(arguments: ParsedArguments, environment: [String: String], console: Console, app: EventLogApp) {
+        self.app = app
         databasePath = arguments.value("db") ?? environment["EVENTLOG_DB"].flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultDatabasePath
         json = arguments.flag("json")
         self.console = console

@@ -5,11 +5,15 @@ public enum EventLogCLI {
     /// This program's version.
     public static let version = "0.9.0"
 
-    static let commands: [CommandSpec] = LogCommands.all + MessengerCommands.all + ObjectCommands.all + AnalysisCommands.all
+    /// The commands for `app`: the log's own, the app's, objects, and analysis through its code.
+    static func commands(for app: EventLogApp) -> [CommandSpec] {
+        LogCommands.all + app.commands + ObjectCommands.all + AnalysisCommands.all(for: app)
+    }
 
     /// Parses `arguments` (without the program name), runs the command and returns its exit
     /// code. Errors print `Error: …` (and for usage errors the usage line) on stderr.
-    public static func run(_ arguments: [String], environment: [String: String], console: Console) -> Int32 {
+    public static func run(_ arguments: [String], environment: [String: String], console: Console, app: EventLogApp = .demo) -> Int32 {
+        let commands = commands(for: app)
         let parser = Parser(commands: commands)
         var spec: CommandSpec?
         do {
@@ -22,7 +26,7 @@ public enum EventLogCLI {
                 return ExitCode.ok.rawValue
             case .run(let command, let parsed):
                 spec = command
-                let context = Context(arguments: parsed, environment: environment, console: console)
+                let context = Context(arguments: parsed, environment: environment, console: console, app: app)
                 return try command.run(parsed, context).rawValue
             }
         } catch let error as CLIError {

@@ -4,6 +4,42 @@ public protocol Projection {
     /// when today's code does not recompute it: an input such as a plan start or an initial
     /// state, whose recorded writes are replayed as they are.
     func recompute(_ record: EventRecord, in state: StateValue) -> Recomputed?
+
+    /// Whether this code knows the events of `stream` (recomputing them, or taking them as
+    /// inputs on purpose). Events of a stream it does not know replay as recorded, unchecked:
+    /// `replay` counts them apart, so that a verification never passes by ignoring them.
+    func knows(stream: String) -> Bool
+}
+
+extension Projection {
+    /// Every stream, unless a projection says otherwise.
+    public func knows(stream: String) -> Bool { true }
+}
+
+/// An app's code for its whole log, declared once: a projection per stream, and the streams
+/// whose events are inputs (an initial state, a plan's start, an object's saved fields) that
+/// no code derives and that replay as recorded. Any other stream is unknown to it.
+public struct Projections: Projection {
+    private var byStream: [String: any Projection] = [:]
+    private var inputs: Set<String> = []
+
+    public init() {}
+
+    /// Recomputes the events of `streams` with `projection`.
+    public mutating func recompute(_ streams: [String], with projection: some Projection) {
+        for stream in streams { byStream[stream] = projection }
+    }
+
+    /// Takes the events of `streams` as recorded: they are inputs, not derived.
+    public mutating func takeAsRecorded(_ streams: [String]) {
+        inputs.formUnion(streams)
+    }
+
+    public func recompute(_ record: EventRecord, in state: StateValue) -> Recomputed? {
+        byStream[record.event.stream]?.recompute(record, in: state)
+    }
+
+    public func knows(stream: String) -> Bool { byStream[stream] != nil || inputs.contains(stream) }
 }
 
 /// An event's outcome and writes as today's code computes them.
@@ -40,8 +76,24 @@ public struct Divergence: Sendable, Hashable {
 
 /// What a replay found.
 public struct ReplayReport: Sendable, Hashable {
+    /// How the events of one stream were replayed.
+    public struct StreamCount: Sendable, Hashable {
+        /// Recomputed by today's code (and, when verifying, checked against the recording).
+        public var recomputed = 0
+        /// Taken as recorded: inputs of a stream the code knows.
+        public var asRecorded = 0
+        /// Taken as recorded because no code knows the stream: nothing checked them.
+        public var unknown = 0
+    }
+
     /// How many events were replayed (up to and including a divergence).
     public var events: UInt64 = 0
+    /// By stream, how its events were replayed.
+    public var streams: [String: StreamCount] = [:]
+    /// The streams no code knows, in the order first met.
+    public var unknownStreams: [String] {
+        streams.filter { $0.value.unknown > 0 }.map(\.key).sorted()
+    }
     /// The state after the last replayed event, under today's code.
     public var state: StateValue
     /// The first divergence, when verifying found one.
@@ -61,6 +113,14 @@ extension EventStore {
             report.events += 1
             if record.seq & 0xFFFF == 0 { progress?(record.seq) }
             let recomputed = projection.recompute(record, in: report.state)
+            let stream = record.event.stream
+            if recomputed != nil {
+                report.streams[stream, default: .init()].recomputed += 1
+            } else if projection.knows(stream: stream) {
+                report.streams[stream, default: .init()].asRecorded += 1
+            } else {
+                report.streams[stream, default: .init()].unknown += 1
+            }
             // Keep no second reference to the state while applying: it would make every write
             // copy the objects on its path (a whole collection, for object saves).
             var recorded: StateValue?

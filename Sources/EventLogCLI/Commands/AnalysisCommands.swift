@@ -6,30 +6,37 @@ import Objects
 
 /// `replay` and `bisect`: which event first made the state wrong, which property, and why.
 enum AnalysisCommands {
-    static let all: [CommandSpec] = [replay, bisect]
+    static func all(for app: EventLogApp) -> [CommandSpec] { [replay(app), bisect(app)] }
 
-    /// Today's code for the demo app, with the faulty variant when asked.
-    static func projection(_ arguments: ParsedArguments) throws(CLIError) -> EffectProjection<MessengerModel> {
-        EffectProjection(model: MessengerModel(regression: try MessengerCommands.parseRegression(arguments)))
+    /// Today's code for the app, or the faulty variant `--regression` names.
+    static func projections(_ arguments: ParsedArguments, _ context: Context) throws(CLIError) -> Projections {
+        let variant = arguments.value("regression")
+        if let variant, !context.app.variants.contains(where: { $0.name == variant }) {
+            throw CLIError.usage("unknown regression \"\(variant)\" (expected \(context.app.variants.map(\.name).joined(separator: ", ")))")
+        }
+        do { return try context.app.projections(variant) } catch { throw CLIError.badInput("\(error)") }
     }
 
-    static let replay = CommandSpec(
+    static func replay(_ app: EventLogApp) -> CommandSpec { CommandSpec(
         name: "replay",
         summary: "Fold the log through today's code and print the state; --verify stops at the first divergence.",
         discussion: """
-            Every step of the demo app is recomputed from the state before it; plan starts, cancellations,
-            object saves and initial states replay as recorded. With --verify each recomputed step must match
-            the recording (the same kind of outcome and the same writes): the first that does not is printed
-            with the expected and actual writes and the structural diff, and the exit code is 1. A full
-            --verify also rebuilds the objects' read model from the log and checks it matches the stored one.
+            Every event of a stream the app's code recomputes (for the demo: its effects and navigation
+            steps) is recomputed from the state before it; the streams it takes as inputs (plan starts,
+            initial states, object saves) replay as recorded, and so, unchecked, do streams it does not
+            know. The summary counts each stream's events both ways. With --verify each recomputed step
+            must match the recording (the same kind of outcome and the same writes): the first that does
+            not is printed with the expected and actual writes and the structural diff, and the exit code
+            is 1; so is a stream the code does not know, unless --accept-recorded. A full --verify also
+            checks the objects' read model against the replayed state.
             """,
         options: [
             .init(name: "to", value: "N", help: "Stop after event N (default: the newest)."),
             .init(name: "verify", value: nil, help: "Compare every recomputed event with the recording."),
-            MessengerCommands.regressionOption,
-        ]
+            .init(name: "accept-recorded", value: nil, help: "With --verify, pass streams the code does not know, replayed as recorded."),
+        ] + [app.variantOption].compactMap { $0 }
     ) { arguments, context in
-        let projection = try projection(arguments)
+        let projection = try projections(arguments, context)
         let to = try arguments.seq("to") ?? .max
         let verify = arguments.flag("verify")
         let store = try context.openStore()
@@ -42,6 +49,7 @@ enum AnalysisCommands {
         if verify, report.divergence == nil, to >= (try attempt { try store.lastSeq() }) {
             readModelProblem = try attempt { try ObjectStore(store: store).verifyReadModel(against: report.state) }
         }
+        let unknown = verify && !arguments.flag("accept-recorded") ? report.unknownStreams : []
         if context.json {
             let divergence: StateValue = report.divergence.map { divergence in
                 [
@@ -55,23 +63,44 @@ enum AnalysisCommands {
                     "type": .string(divergence.record.event.type),
                 ]
             } ?? .null
+            var streams = StateObject()
+            for (name, count) in report.streams.sorted(by: { $0.key < $1.key }) {
+                streams[name] = ["asRecorded": .int(Int64(count.asRecorded)), "recomputed": .int(Int64(count.recomputed)),
+                                 "unknown": .int(Int64(count.unknown))]
+            }
             context.printJSON(["divergence": divergence, "events": .int(Int64(report.events)),
-                               "readModel": readModelProblem.map { .string($0) } ?? .null, "state": report.state])
+                               "readModel": readModelProblem.map { .string($0) } ?? .null, "state": report.state,
+                               "streams": .object(streams)])
         } else if let divergence = report.divergence {
             context.console.line("divergence at event \(divergence.seq) after \(report.events) replayed events:")
             context.console.line(describe(divergence.record, previousSeq: nil).joined(separator: "\n"))
             context.console.line(describe(divergence).joined(separator: "\n"))
         } else if let readModelProblem {
             context.console.line("the objects' read model does not match the log: \(readModelProblem)")
+        } else if !unknown.isEmpty {
+            let events = unknown.map { report.streams[$0]!.unknown }.reduce(0, +)
+            context.console.line("not verified: today's code does not know the stream\(unknown.count == 1 ? "" : "s") "
+                + unknown.map(Render.escaped).joined(separator: ", ") + "; their \(events) events replayed as recorded, unchecked"
+                + " (--accept-recorded passes them)")
         } else {
             context.console.line(report.state.json(pretty: true))
-            context.console.line(verify ? "ok: \(report.events) events replayed; today's code agrees with every recorded step and the read model"
-                                        : "replayed \(report.events) events through today's code")
+            context.console.line((verify ? "ok: \(report.events) events replayed; today's code agrees with every recomputed step and the read model"
+                                         : "replayed \(report.events) events through today's code") + "\n" + streamSummary(report))
         }
-        return report.divergence == nil && readModelProblem == nil ? .ok : .problem
+        return report.divergence == nil && readModelProblem == nil && unknown.isEmpty ? .ok : .problem
+    } }
+
+    /// A line per stream: `  messenger   201 recomputed`.
+    static func streamSummary(_ report: ReplayReport) -> String {
+        let width = report.streams.keys.map { Render.escaped($0).count }.max() ?? 0
+        return report.streams.sorted { $0.key < $1.key }.map { name, count in
+            let parts = [(count.recomputed, "recomputed"), (count.asRecorded, "as recorded"), (count.unknown, "as recorded, unknown to the code")]
+                .filter { $0.0 > 0 }.map { "\($0.0) \($0.1)" }
+            return "  " + Render.escaped(name).padding(toLength: width + 2, withPad: " ", startingAt: 0) + parts.joined(separator: ", ")
+        }.joined(separator: "\n")
     }
 
-    static let bisect = CommandSpec(
+    static func bisect(_ app: EventLogApp) -> CommandSpec { CommandSpec(
         name: "bisect",
         summary: "Find the first bad event: by a predicate, by replay, against another log, or by a command.",
         discussion: """
@@ -98,8 +127,7 @@ enum AnalysisCommands {
             .init(name: "from", value: "N", help: "The first event to consider (default 1)."),
             .init(name: "to", value: "N", help: "The last event to consider (default: the newest)."),
             .init(name: "linear", value: nil, help: "Scan every event instead of binary search (--where, --run)."),
-            MessengerCommands.regressionOption,
-        ]
+        ] + [app.variantOption].compactMap { $0 }
     ) { arguments, context in
         let modes = ["where", "replay", "against", "run"].filter { arguments.value($0) != nil || arguments.flag($0) }
         guard modes.count == 1 else {
@@ -109,7 +137,7 @@ enum AnalysisCommands {
         let predicate = try arguments.value("where").map { (text) throws(CLIError) in
             do { return try StatePredicate(parsing: text) } catch { throw CLIError.badInput("--where \(error)") }
         }
-        let projection = try projection(arguments)
+        let projection = try projections(arguments, context)
         let store = try context.openStore()
         let last = try attempt { try store.lastSeq() }
         let from = max(1, try arguments.seq("from") ?? 1)
@@ -142,7 +170,7 @@ enum AnalysisCommands {
         if let predicate, answer.result.firstBad == nil { try warnOfAbsentPaths(predicate, store: store, from: from, to: to, context: context) }
         try report(answer, store: store, context: context)
         return answer.result.firstBad == nil ? .problem : .ok
-    }
+    } }
 
     /// A path no state in the range holds (a typo such as `messenger.selectedtab`) reads as
     /// null everywhere and answers a question nobody asked: say so on stderr, with the

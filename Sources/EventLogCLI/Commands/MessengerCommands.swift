@@ -8,9 +8,7 @@ import Objects
 enum MessengerCommands {
     static let all: [CommandSpec] = [open, routes, capture, demo]
 
-    static let regressionOption = CommandSpec.Option(
-        name: "regression", value: "NAME",
-        help: "Run a deliberately faulty variant: \(Regression.allCases.map { "\($0.rawValue) (\($0.summary))" }.joined(separator: "; ")).")
+    static let regressionOption = CommandSpec.Option.regression(Regression.allCases.map { ($0.rawValue, $0.summary) })
 
     static let open = CommandSpec(
         name: "open",

@@ -13,6 +13,12 @@ struct CommandSpec: Sendable {
         /// The value's placeholder, such as `N`; `nil` for a flag.
         var value: String?
         var help: String
+
+        /// `--regression NAME`: one of an app's deliberately faulty variants.
+        static func regression(_ variants: [(name: String, summary: String)]) -> Option {
+            Option(name: "regression", value: "NAME",
+                   help: "Run a deliberately faulty variant: \(variants.map { "\($0.name) (\($0.summary))" }.joined(separator: "; ")).")
+        }
     }
 
     var name: String
