@@ -27,12 +27,17 @@ public enum EventLogCLI {
             case .run(let command, let parsed):
                 spec = command
                 let context = Context(arguments: parsed, environment: environment, console: console, app: app)
-                return try command.run(parsed, context).rawValue
+                // A writing command that fails leaves no database it created behind.
+                let created = command.writes ? NewDatabase(at: context.databasePath) : nil
+                do { return try command.run(parsed, context).rawValue } catch {
+                    created?.removeIfStillEmpty()
+                    throw error
+                }
             }
         } catch let error as CLIError {
             console.endProgress()
-            // One line, whatever recorded or typed text the message quotes.
-            console.error("Error: \(Render.escaped(error.message))\n")
+            // One line of a readable length, whatever recorded or typed text the message quotes.
+            console.error("Error: \(Render.shortened(Render.escaped(error.message), to: 1_000))\n")
             if error.showUsage {
                 let usage = error.usageLine ?? spec?.usage ?? "eventlog <command> [arguments] [--db PATH] [--json]"
                 console.error("Usage: \(usage)\n")

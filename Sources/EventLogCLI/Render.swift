@@ -109,6 +109,13 @@ enum Render {
         return unit == 0 ? "\(count) bytes" : "\((size * 10).rounded() / 10) \(units[unit]) (\(count) bytes)"
     }
 
+    /// `text`, or its start and end around `… (N more characters) …` when it is longer than `limit`.
+    static func shortened(_ text: String, to limit: Int) -> String {
+        guard text.count > limit else { return text }
+        let kept = limit / 2
+        return String(text.prefix(kept)) + " … (\(text.count - 2 * kept) more characters) … " + String(text.suffix(kept))
+    }
+
     /// Bytes, short: `12.3 MiB`.
     static func shortBytes(_ count: Int) -> String {
         bytes(count).split(separator: " (").first.map(String.init) ?? "\(count) bytes"

@@ -80,6 +80,39 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: foreign + "/data.mdb")) == before)
     }
 
+    @Test func aDataFileThatIsNoFileIsReportedNotWaitedOn() throws {
+        let fifo = dir.file("fifo.lmdb")
+        try FileManager.default.createDirectory(atPath: fifo, withIntermediateDirectories: true)
+        #expect(mkfifo(fifo + "/data.mdb", 0o644) == 0)
+        let device = dir.file("device.lmdb")
+        try FileManager.default.createDirectory(atPath: device, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: device + "/data.mdb", withDestinationPath: "/dev/zero")
+        for db in [fifo, device] {
+            for command in [["verify"], ["info"], ["import", "-"]] {
+                let result = try runEventlog(command + ["--db", db], stdin: "")
+                #expect(result.code == 1, "\(command) \(db): \(result.err)")
+                #expect((result.out + result.err).contains("data.mdb is not a regular file"), "\(result.out)\(result.err)")
+            }
+        }
+    }
+
+    @Test func numbersThatWouldNotComeBackTheSameAreRefused() throws {
+        for number in ["18446744073709551615", "-9223372036854775809", "1e-400", "0.0000e-999999"] {
+            let result = try runEventlog(["import", "-", "--db", dir.file("n.lmdb")], stdin: #"{"stream":"s","type":"t","payload":\#(number)}"#)
+            #expect(result.code == 2 && (result.err.contains("beyond 64 bits") || result.err.contains("too small for a double")) || number.hasPrefix("0.0"),
+                    "\(number): \(result.err)")
+        }
+        // Zero, however written, is zero.
+        #expect(try runEventlog(["import", "-", "--db", dir.file("n.lmdb")], stdin: #"{"stream":"s","type":"t","payload":0.0e-999}"#).code == 0)
+    }
+
+    @Test func anOptionsValueIsNeverTheNextOption() throws {
+        let swallowed = try runEventlog(["log", "--from", "--db", dir.file("x.lmdb")])
+        #expect(swallowed.code == 2 && swallowed.err.hasPrefix("Error: --from needs a value (N)\n"), "\(swallowed.err)")
+        let twice = try runEventlog(["info", "--db", dir.file("a.lmdb"), "--db", dir.file("b.lmdb")])
+        #expect(twice.code == 2 && twice.err.hasPrefix("Error: --db is given twice\n"), "\(twice.err)")
+    }
+
     @Test func versionNamesTheStorageFormat() throws {
         let result = try runEventlog(["--version"])
         #expect(result.code == 0)

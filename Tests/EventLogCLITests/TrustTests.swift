@@ -35,13 +35,43 @@ import Testing
     @Test func aCreatedDatabaseWithSomeoneElsesEventsIsKept() throws {
         let path = dir.file("shared.lmdb")
         let created = NewDatabase(at: path)
-        let store = try EventStore(path: path)
+        _ = try EventStore(path: path)
         #expect(try runEventlog(["import", "-", "--db", path], stdin: #"{"stream":"s","type":"t"}"#).code == 0)
-        created.removeIfStillEmpty(store)
+        created.removeIfStillEmpty()
         #expect(try runEventlog(["info", "--json", "--db", path]).out.contains(#""events":1"#))
         let untouched = NewDatabase(at: dir.file("empty.lmdb"))
-        untouched.removeIfStillEmpty(try EventStore(path: dir.file("empty.lmdb")))
+        _ = try EventStore(path: dir.file("empty.lmdb"))
+        untouched.removeIfStillEmpty()
         #expect(!FileManager.default.fileExists(atPath: dir.file("empty.lmdb")))
+    }
+
+    /// Any writing command that fails, and an import interrupted before its first commit,
+    /// leave no database they created behind (and nothing else they did not create).
+    @Test func failingAndInterruptedWritersLeaveNoNewDatabase() throws {
+        let mine = dir.file("mine")
+        try FileManager.default.createDirectory(atPath: mine, withIntermediateDirectories: true)
+        try "x".write(toFile: mine + "/notes", atomically: true, encoding: .utf8)
+        for command in [["objects", "save", "BlogPost", #"{"id":"","title":"a"}"#], ["objects", "delete", "BlogPost", "nope"],
+                        ["open", "botmessages://nowhere"], ["rebuild"]] {
+            let result = try runEventlog(command + ["--db", mine])
+            #expect([2, 3].contains(result.code), "\(command): \(result.err)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: mine) == ["notes"], "\(command)")
+        }
+        let lines = (0..<400_000).map { #"{"stream":"s","type":"t","payload":\#($0)}"# }.joined(separator: "\n")
+        try lines.write(toFile: dir.file("many.jsonl"), atomically: true, encoding: .utf8)
+        let process = try spawnEventlog(["import", dir.file("many.jsonl"), "--db", dir.file("interrupted.lmdb")])
+        let err = Pipe()
+        process.standardError = err
+        try process.run()
+        // Interrupt once the import has begun its one transaction.
+        while !FileManager.default.fileExists(atPath: dir.file("interrupted.lmdb/data.mdb")) { usleep(10_000) }
+        usleep(200_000)
+        process.interrupt()
+        let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 130, "\(message)")
+        #expect(message == "Interrupted: nothing was imported\n")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("interrupted.lmdb")))
     }
 
     @Test func demoForceReplacesTheLogAndNothingElse() throws {
@@ -260,6 +290,10 @@ import Testing
                 try copy.write(to: URL(fileURLWithPath: damaged + "/data.mdb"))
                 let verify = try runEventlog(["verify", "--db", damaged])
                 #expect([0, 1].contains(verify.code), "page \(page) offset \(offset): \(verify.code) \(verify.err.prefix(300))")
+                // Salvage reads a damaged file without LMDB: it never dies by a signal either.
+                try? FileManager.default.removeItem(atPath: dir.file("saved.lmdb"))
+                let salvage = try runEventlog(["salvage", "--to", dir.file("saved.lmdb"), "--db", damaged])
+                #expect((0...3).contains(salvage.code), "salvage, page \(page) offset \(offset): \(salvage.code) \(salvage.err.prefix(300))")
                 if verify.code == 0 {
                     #expect(try runEventlog(["export", "--db", damaged]).out == export, "page \(page) offset \(offset): passed, yet changed")
                     if offset == 0 { unreportedPageNumbers += 1 }
@@ -267,6 +301,28 @@ import Testing
             }
         }
         #expect(unreportedPageNumbers == freePages)
+    }
+
+    /// A damaged tree page, which LMDB would follow into a fault: salvage reads the file
+    /// itself and copies the events before the page that held them.
+    @Test func salvageReadsADamagedTreeWithoutLMDB() throws {
+        let db = dir.file("demo.lmdb")
+        #expect(try runEventlog(["demo", "--db", db]).code == 0)
+        let original = try runEventlog(["export", "--db", db]).out.split(separator: "\n")
+        let path = db + "/data.mdb"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        bytes[4 * 4096 + 16] = 0x9B // the first node pointer of a leaf of events
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let verify = try runEventlog(["verify", "--db", db])
+        #expect(verify.code == 1 && verify.out.hasPrefix("problem in the storage: page 4 of database \"events\""), "\(verify.out)")
+        let salvage = try runEventlog(["salvage", "--to", dir.file("saved.lmdb"), "--db", db])
+        #expect(salvage.code == 1)
+        #expect(salvage.out.contains("left behind: event ") && salvage.out.contains("(missing: the page that held it is damaged)"), "\(salvage.out)")
+        #expect(try runEventlog(["verify", "--db", dir.file("saved.lmdb")]).code == 0)
+        // What it copied is the original's prefix, byte for byte.
+        let saved = try runEventlog(["export", "--db", dir.file("saved.lmdb")]).out.split(separator: "\n")
+        #expect(!saved.isEmpty && saved.count < original.count)
+        #expect(Array(original.prefix(saved.count)) == saved)
     }
 
     @Test func aTruncatedOrEmptiedFileIsReportedNotFaultedOn() throws {

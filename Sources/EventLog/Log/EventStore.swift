@@ -86,10 +86,13 @@ public final class EventStore: @unchecked Sendable {
             // Only a brand-new environment becomes a log: one holding anything else (another
             // program's databases) is never written to.
             let isNew = try writable && txn.mainDatabaseIsEmpty()
-            guard let meta = try txn.openDatabase(named: "meta", create: isNew),
-                  let events = try txn.openDatabase(named: "events", create: isNew),
-                  let keyframes = try txn.openDatabase(named: "keyframes", create: isNew)
-            else { throw EventStoreError.notAnEventLog(path: path) }
+            let databases = try ["meta", "events", "keyframes"].map { try txn.openDatabase(named: $0, create: isNew) }
+            guard let meta = databases[0], let events = databases[1], let keyframes = databases[2] else {
+                // None of them: another program's environment. Some: a log that lost a database.
+                if databases.allSatisfy({ $0 == nil }) { throw EventStoreError.notAnEventLog(path: path) }
+                let missing = zip(["meta", "events", "keyframes"], databases).filter { $0.1 == nil }.map(\.0)
+                throw EventStoreError.damaged("the log's database \(missing.joined(separator: " and ")) is missing")
+            }
             if isNew {
                 let values = [Self.formatVersion, options.keyframePolicy.ratio, options.keyframePolicy.minimumEvents]
                 for (key, value) in zip(MetaKey.checked, values) { try txn.put(meta, key: key, value: value) }

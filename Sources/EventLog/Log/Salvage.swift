@@ -28,24 +28,67 @@ extension EventStore {
             } catch EventStoreError.corruptRecord(let seq, let reason) {
                 report.firstLeftBehind = .init(seq: seq, reason: reason)
             }
-            let (appended, refused) = try target.transact { appending -> (UInt64, VerificationReport.Problem?) in
-                for record in records {
-                    do {
-                        try appending.append(record.event, time: record.time)
-                    } catch let error as EventStoreError {
-                        return (appending.lastSeq, .init(seq: record.seq, reason: "\(error)"))
-                    }
-                }
-                return (appending.lastSeq, nil)
-            }
-            if let refused { report.firstLeftBehind = refused }
-            if appended >= next { report.copied = 1...appended }
-            next = appended + 1
-            progress?(appended)
+            next = try Self.copy(records, into: target, report: &report) + 1
+            progress?(next - 1)
             if records.isEmpty && report.firstLeftBehind == nil {
                 report.firstLeftBehind = .init(seq: next, reason: "missing")
             }
         }
         return report
+    }
+
+    /// Salvage for a log whose storage is damaged (`verifyStorage` found it so), which LMDB
+    /// cannot be trusted to read: the records are read straight from the pages of the file
+    /// that can still be read (`StorageCheck.forEachReadableEntry`), never through LMDB, and
+    /// copied into `target` as `salvage(into:)` does, up to the first one missing or damaged.
+    public static func salvage(damagedLogAt path: String, into target: EventStore, batch: Int = 10_000,
+                               progress: ((UInt64) -> Void)? = nil) throws -> SalvageReport {
+        precondition(batch > 0, "a batch holds at least one event")
+        var report = SalvageReport(copied: nil, firstLeftBehind: nil, lastSeq: 0)
+        var records: [EventRecord] = []
+        var expected: UInt64 = 1
+        try StorageCheck.forEachReadableEntry(path: path + "/data.mdb", database: "events") { key, value in
+            guard let seq = try? key.withUnsafeBytes({ try RecordCodec.seq(fromKey: $0) }) else { return true }
+            report.lastSeq = max(report.lastSeq, seq)
+            // Past the first event left behind, only the newest seq is still of interest.
+            guard report.firstLeftBehind == nil else { return true }
+            guard seq == expected else {
+                report.firstLeftBehind = .init(seq: expected, reason: "missing: the page that held it is damaged")
+                return true
+            }
+            do {
+                records.append(try value.withUnsafeBytes { bytes throws(RecordDecodingError) in try RecordCodec.decode(bytes, seq: seq) })
+            } catch {
+                report.firstLeftBehind = .init(seq: seq, reason: "\(error)")
+                return true
+            }
+            expected += 1
+            if records.count == batch {
+                _ = try copy(records, into: target, report: &report)
+                records.removeAll(keepingCapacity: true)
+                progress?(expected - 1)
+            }
+            return true
+        }
+        _ = try copy(records, into: target, report: &report)
+        return report
+    }
+
+    /// Appends salvaged records to `target` in one transaction, stopping at the first it
+    /// refuses (noted in `report`); returns the target's newest seq.
+    private static func copy(_ records: [EventRecord], into target: EventStore, report: inout SalvageReport) throws -> UInt64 {
+        let (appended, refused) = try target.transact { appending -> (UInt64, VerificationReport.Problem?) in
+            for record in records {
+                do {
+                    try appending.append(record.event, time: record.time)
+                } catch let error as EventStoreError {
+                    return (appending.lastSeq, .init(seq: record.seq, reason: "\(error)"))
+                }
+            }
+            return (appending.lastSeq, nil)
+        }
+        if let refused { report.firstLeftBehind = refused }
+        if appended > 0 { report.copied = 1...appended }
+        return appended
     }
 }

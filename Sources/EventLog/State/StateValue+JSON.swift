@@ -1,8 +1,8 @@
 /// JSON for people and tools. Objects keep their key order; integers and doubles stay
 /// distinct (a double is always written with a `.` or an exponent). Non-finite doubles,
 /// which JSON cannot hold, are written as `null` (the log refuses them; see `StateLimits`).
-/// The parser refuses what would not come back the same: text that is not UTF-8, numbers
-/// beyond a double's range, repeated keys.
+/// The parser refuses what would not come back the same: text that is not UTF-8, integers
+/// beyond 64 bits, numbers beyond a double's range or too small for one, repeated keys.
 extension StateValue {
     /// The value as JSON text: compact on one line, or `pretty` with two-space indents.
     public func json(pretty: Bool = false) -> String {
@@ -261,9 +261,18 @@ private struct JSONParser {
             guard digits() > 0 else { throw fail("expected a digit in the exponent") }
         }
         let text = String(decoding: bytes[start..<at], as: UTF8.self)
-        if !isDouble, let int = Int64(text) { return .int(int) }
+        if !isDouble {
+            guard let int = Int64(text) else { at = start; throw fail("integer \(text) is beyond 64 bits") }
+            return .int(int)
+        }
         guard let double = Double(text) else { at = start; throw fail("invalid number") }
         guard double.isFinite else { at = start; throw fail("number \(text) is beyond the range of a double") }
+        // A number too small for a double would silently become 0.
+        let mantissa = text.prefix { $0 != "e" && $0 != "E" }
+        guard double != 0 || !mantissa.contains(where: { ("1"..."9").contains($0) }) else {
+            at = start
+            throw fail("number \(text) is too small for a double")
+        }
         return .double(double)
     }
 

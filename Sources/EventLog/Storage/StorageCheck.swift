@@ -22,11 +22,13 @@ enum StorageCheck {
     /// holds every page it names. `nil` when there is no file (a database yet to be created)
     /// or it is no LMDB file at all (neither meta page is one), which LMDB reports itself.
     static func checkHeader(path: String) throws(Damage) -> Meta? {
-        let fd = open(path, O_RDONLY)
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        // Before opening it: a FIFO would block the open, a device never ends.
+        guard info.st_mode & S_IFMT == S_IFREG else { throw Damage("\(path) is not a regular file") }
+        let fd = open(path, O_RDONLY | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { return nil }
         let size = Int(info.st_size)
         guard size > 0 else { throw Damage("\(path) is empty (0 bytes): the log it held is gone") }
         let metas = [Meta(fd: fd, page: 0, pageSize: nil), Meta(fd: fd, page: 1, pageSize: Meta(fd: fd, page: 0, pageSize: nil)?.pageSize)]
@@ -138,6 +140,97 @@ enum StorageCheck {
         func int(_ at: Int) -> Int { Int(truncatingIfNeeded: u64(at)) }
     }
 
+    /// A tree page's nodes, after checking its header and each node's bounds.
+    struct ParsedPage {
+        struct Node {
+            var key: [UInt8]
+            var flags: UInt16
+            var low: UInt16
+            var high: UInt16
+            /// Where the node's data begins in the page.
+            var dataAt: Int
+            /// A branch node's child page.
+            var child: UInt64 { UInt64(low) | UInt64(high) << 16 | UInt64(flags) << 32 }
+            /// A leaf node's data size.
+            var dataSize: Int { Int(low) | Int(high) << 16 }
+        }
+
+        var isBranch: Bool
+        var nodes: [Node] = []
+
+        init(_ page: Bytes, number: UInt64, pageSize: Int) throws(Damage) {
+            guard page.u64(0) == number else { throw Damage("it says it is page \(page.u64(0))") }
+            let flags = page.u16(10) & ~0xC000 // P_LOOSE and P_KEEP are bookkeeping of a writer
+            isBranch = flags == Flags.branch
+            guard isBranch || flags == Flags.leaf else { throw Damage("flags \(page.u16(10)) are neither a branch's nor a leaf's") }
+            let lowerBound = Int(page.u16(12)), upperBound = Int(page.u16(14))
+            guard lowerBound >= 16, lowerBound <= upperBound, upperBound <= pageSize, (lowerBound - 16) % 2 == 0 else {
+                throw Damage("free space bounds \(lowerBound)…\(upperBound) are impossible")
+            }
+            // Each node: offset, then (size low, size high, flags, key size), key, data.
+            for slot in 0..<(lowerBound - 16) / 2 {
+                let at = Int(page.u16(16 + 2 * slot))
+                guard at >= upperBound, at + 8 <= pageSize else { throw Damage("node \(slot) at \(at) is outside the page's nodes") }
+                let keySize = Int(page.u16(at + 6))
+                guard at + 8 + keySize <= pageSize else { throw Damage("node \(slot)'s key runs past the page") }
+                nodes.append(Node(key: Array(page.bytes[at + 8..<at + 8 + keySize]), flags: page.u16(at + 4), low: page.u16(at),
+                                  high: page.u16(at + 2), dataAt: at + 8 + keySize))
+            }
+        }
+    }
+
+    /// For salvage: calls `body` with the key and value of each entry of database `name` that
+    /// can still be read, in the tree's order, passing over pages that are damaged (whose
+    /// entries are lost) instead of stopping; `body` returns `false` to stop. Reads the file
+    /// alone, never through LMDB.
+    static func forEachReadableEntry(path: String, database name: String,
+                                     _ body: (_ key: [UInt8], _ value: [UInt8]) throws -> Bool) throws {
+        guard let meta = try checkHeader(path: path) else { throw Damage("\(path) has no intact meta page") }
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { throw Damage("cannot read \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var seen = Set<UInt64>()
+        func read(_ page: UInt64, count: Int = 1) -> Bytes? {
+            guard page >= 2, page + UInt64(count) - 1 <= UInt64(meta.lastPage) else { return nil }
+            var bytes = [UInt8](repeating: 0, count: meta.pageSize * count)
+            guard pread(fd, &bytes, bytes.count, off_t(Int(page) * meta.pageSize)) == bytes.count else { return nil }
+            return Bytes(bytes)
+        }
+        /// Visits a subtree; returns `false` once `body` asked to stop.
+        func visit(_ number: UInt64, level: Int, _ leaf: (ParsedPage.Node, Bytes) throws -> Bool) rethrows -> Bool {
+            guard level <= 32, seen.insert(number).inserted, let page = read(number),
+                  let parsed = try? ParsedPage(page, number: number, pageSize: meta.pageSize) else { return true }
+            for node in parsed.nodes {
+                if parsed.isBranch {
+                    guard try visit(node.child, level: level + 1, leaf) else { return false }
+                } else {
+                    guard try leaf(node, page) else { return false }
+                }
+            }
+            return true
+        }
+        var root: UInt64?
+        _ = visit(meta.main.root, level: 1) { node, page in
+            guard node.flags & Flags.subData != 0, String(decoding: node.key, as: UTF8.self) == name,
+                  node.dataAt + DatabaseRecord.size <= meta.pageSize else { return true }
+            root = DatabaseRecord(Bytes(Array(page.bytes[node.dataAt..<node.dataAt + DatabaseRecord.size])), at: 0).root
+            return false
+        }
+        guard let root else { throw Damage("the main database no longer names \"\(name)\"") }
+        _ = try visit(root, level: 1) { node, page in
+            let size = node.dataSize
+            if node.flags & Flags.bigData != 0 {
+                guard node.dataAt + 8 <= meta.pageSize else { return true }
+                let first = page.u64(node.dataAt)
+                let pages = (16 + size + meta.pageSize - 1) / meta.pageSize
+                guard let overflow = read(first, count: pages), overflow.u16(10) & Flags.overflow != 0 else { return true }
+                return try body(node.key, Array(overflow.bytes[16..<16 + size]))
+            }
+            guard node.flags == 0, node.dataAt + size <= meta.pageSize else { return true }
+            return try body(node.key, Array(page.bytes[node.dataAt..<node.dataAt + size]))
+        }
+    }
+
     private struct Walker {
         enum Owner: UInt8 { case unused, tree, free }
 
@@ -203,30 +296,15 @@ enum StorageCheck {
             let index = try claim(number, name: name)
             let page = try read(index)
             func damage(_ reason: String) -> Damage { Damage("page \(index) of \(name): \(reason)") }
-            guard page.u64(0) == number else { throw damage("it says it is page \(page.u64(0))") }
-            let flags = page.u16(10) & ~0xC000 // P_LOOSE and P_KEEP are bookkeeping of a writer
-            let isBranch = flags == Flags.branch
-            guard isBranch || flags == Flags.leaf else { throw damage("flags \(page.u16(10)) are neither a branch's nor a leaf's") }
+            let parsed: ParsedPage
+            do { parsed = try ParsedPage(page, number: number, pageSize: pageSize) } catch { throw damage(error.description) }
+            let (isBranch, nodes) = (parsed.isBranch, parsed.nodes)
             guard level <= record.depth else { throw damage("deeper than the depth of \(record.depth) its database records") }
-            let lowerBound = Int(page.u16(12)), upperBound = Int(page.u16(14))
-            guard lowerBound >= 16, lowerBound <= upperBound, upperBound <= pageSize, (lowerBound - 16) % 2 == 0 else {
-                throw damage("free space bounds \(lowerBound)…\(upperBound) are impossible")
-            }
-            let count = (lowerBound - 16) / 2
-            guard count > 0 || level == 1 && !isBranch else { throw damage("it holds no node") }
+            guard !nodes.isEmpty || level == 1 && !isBranch else { throw damage("it holds no node") }
             if isBranch { counts.branch += 1 } else {
                 counts.leaf += 1
                 if let depth = counts.leafDepth, depth != level { throw damage("a leaf at depth \(level), others at \(depth)") }
                 counts.leafDepth = level
-            }
-            // Each node: offset, then (size low, size high, flags, key size), key, data.
-            var nodes: [(key: [UInt8], flags: UInt16, low: UInt16, high: UInt16, dataAt: Int)] = []
-            for slot in 0..<count {
-                let at = Int(page.u16(16 + 2 * slot))
-                guard at >= upperBound, at + 8 <= pageSize else { throw damage("node \(slot) at \(at) is outside the page's nodes") }
-                let keySize = Int(page.u16(at + 6))
-                guard at + 8 + keySize <= pageSize else { throw damage("node \(slot)'s key runs past the page") }
-                nodes.append((Array(page.bytes[at + 8..<at + 8 + keySize]), page.u16(at + 4), page.u16(at), page.u16(at + 2), at + 8 + keySize))
             }
             let integerKeys = record.flags & Flags.integerKey != 0
             func ordered(_ a: [UInt8], _ b: [UInt8]) -> Bool {
@@ -243,15 +321,14 @@ enum StorageCheck {
             }
             if isBranch {
                 for (slot, node) in nodes.enumerated() {
-                    let child = UInt64(node.low) | UInt64(node.high) << 16 | UInt64(node.flags) << 32
-                    try visit(page: child, level: level + 1, lower: slot == 0 ? lower : node.key,
+                    try visit(page: node.child, level: level + 1, lower: slot == 0 ? lower : node.key,
                               upper: slot + 1 < nodes.count ? nodes[slot + 1].key : upper, name: name, record: record, isFreeList: isFreeList)
                 }
                 return
             }
             for (slot, node) in nodes.enumerated() {
                 counts.entries += 1
-                let size = Int(node.low) | Int(node.high) << 16
+                let size = node.dataSize
                 guard node.flags & ~(Flags.bigData | Flags.subData) == 0 else { throw damage("node \(slot) has flags \(node.flags)") }
                 var data: [UInt8]
                 if node.flags & Flags.bigData != 0 {

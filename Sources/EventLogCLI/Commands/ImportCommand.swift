@@ -35,17 +35,14 @@ enum ImportCommand {
             try ImportRun(store: store, lines: lines, source: source, batchSize: batchSize, resume: arguments.flag("resume"),
                           console: context.console)
         }
-        let interruption = InterruptionNotice.install()
+        let interruption = InterruptionNotice.install(removingIfEmpty: newDatabase, of: store)
         defer { interruption.remove() }
         do throws(CLIError) {
             try run.skipEventsPresent()
             try run.importRest(reportingTo: interruption, command: resumeCommand(arguments, context))
         } catch {
             context.console.endProgress()
-            guard let imported = run.imported else {
-                newDatabase.removeIfStillEmpty(store)
-                throw error
-            }
+            guard let imported = run.imported else { throw error }
             var kept = error
             kept.message += "; the \(run.count) events committed before it (seq \(imported.lowerBound)…\(imported.upperBound)) are kept"
                 + "; after fixing the input, continue with: \(resumeCommand(arguments, context))"
@@ -152,7 +149,7 @@ private struct ImportRun {
             if appended > 0 {
                 imported = (imported?.lowerBound ?? last - UInt64(appended) + 1)...last
                 count += appended
-                interruption.update("the \(count) events committed before it (seq \(imported!.lowerBound)…\(imported!.upperBound)) are kept; continue with: \(command)")
+                interruption.committed("the \(count) events committed before it (seq \(imported!.lowerBound)…\(imported!.upperBound)) are kept; continue with: \(command)")
             }
             guard let batchSize, appended == batchSize else { return }
         }
@@ -268,67 +265,5 @@ private struct ImportProgress {
 
     private static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-}
-
-/// What to tell a person who interrupts an import with Ctrl-C (SIGINT) or SIGTERM: what was
-/// kept and how to continue. Until the first commit, nothing was kept.
-final class InterruptionNotice: @unchecked Sendable {
-    private let message = Mutex("nothing was imported")
-    /// Set by `install` and cleared by `remove`, both on the command's thread.
-    private var sources: [any DispatchSourceSignal] = []
-
-    /// Starts listening; `remove()` restores the default handling.
-    static func install() -> InterruptionNotice {
-        let notice = InterruptionNotice()
-        let list = [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [notice] in
-                let text = notice.message.withLock { $0 }
-                FileHandle.standardError.write(Data("\r\u{1B}[2KInterrupted: \(text)\n".utf8))
-                exit(128 + number)
-            }
-            source.resume()
-            return source
-        }
-        notice.sources = list
-        return notice
-    }
-
-    func update(_ text: String) { message.withLock { $0 = text } }
-
-    func remove() {
-        for source in sources { source.cancel() }
-        sources.removeAll()
-        signal(SIGINT, SIG_DFL)
-        signal(SIGTERM, SIG_DFL)
-    }
-}
-
-/// What a writing command is about to create for a database that may not exist yet, so that
-/// when it fails before committing anything it removes exactly that, and nothing else.
-struct NewDatabase {
-    let path: String
-    private let createsDirectory: Bool
-    private let createsFiles: [String]
-
-    init(at path: String) {
-        self.path = path
-        var isDirectory: ObjCBool = false
-        createsDirectory = !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
-        createsFiles = ["data.mdb", "lock.mdb"].filter { !FileManager.default.fileExists(atPath: path + "/" + $0) }
-    }
-
-    /// Removes the files (never recursively) and the directory this command created, when the
-    /// log in them still holds no event, checked under the log's write lock so that no other
-    /// process's events can go with them.
-    func removeIfStillEmpty(_ store: EventStore) {
-        guard !createsFiles.isEmpty else { return }
-        _ = try? store.transact { batch in
-            guard batch.lastSeq == 0 else { return }
-            for file in createsFiles { unlink(path + "/" + file) }
-        }
-        if createsDirectory { rmdir(path) }
     }
 }

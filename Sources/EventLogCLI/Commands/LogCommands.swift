@@ -203,7 +203,9 @@ enum LogCommands {
         options: [.init(name: "to", value: "NEW_DB", help: "The database to create (it must not hold events).")]
     ) { arguments, context in
         guard let targetPath = arguments.value("to") else { throw CLIError.usage("missing --to NEW_DB") }
-        let store = try context.openStore()
+        // A log whose storage is damaged is read from its file, never through LMDB.
+        let damage = try attempt { try EventStore.verifyStorage(at: context.databasePath) }
+        let store = damage == nil ? try context.openStore() : nil
         let newDatabase = NewDatabase(at: targetPath)
         var targetContext = context
         targetContext.databasePath = targetPath
@@ -212,12 +214,14 @@ enum LogCommands {
             throw CLIError.badInput("\(targetPath) already holds events; salvage into a new database")
         }
         let report = try attempt(writingTo: targetPath) {
-            let report = try store.salvage(into: target) { context.console.progress("copied \($0) events") }
+            let progress = { (copied: UInt64) in context.console.progress("copied \(copied) events") }
+            let report = try store?.salvage(into: target, progress: progress)
+                ?? EventStore.salvage(damagedLogAt: context.databasePath, into: target, progress: progress)
             try ObjectStore(store: target).rebuildReadModel()
             return report
         }
         context.console.endProgress()
-        if report.copied == nil { newDatabase.removeIfStillEmpty(target) }
+        if report.copied == nil { newDatabase.removeIfStillEmpty() }
         if context.json {
             let copied: StateValue = report.copied.map { .int(Int64($0.upperBound)) } ?? 0
             let left: StateValue = report.firstLeftBehind.map { ["firstSeq": .int(Int64($0.seq)), "lastSeq": .int(Int64(report.lastSeq)),
@@ -239,6 +243,9 @@ enum LogCommands {
         discussion: "For a read model that 'verify' found damaged; the log itself is not changed.",
         writes: true
     ) { _, context in
+        guard FileManager.default.fileExists(atPath: context.databasePath + "/data.mdb") else {
+            throw CLIError.unavailable("cannot open \(context.databasePath): no event log at \(context.databasePath)")
+        }
         let store = try context.openStore(writable: true)
         let objects = try attempt(writingTo: context.databasePath) { try ObjectStore(store: store).rebuildReadModel() }
         if context.json {

@@ -68,13 +68,18 @@ struct Parser {
             guard let option = spec.allOptions.first(where: { $0.name == name }) else {
                 throw CLIError.usage("unknown option '--\(name)' for '\(spec.name)'")
             }
+            guard !parsed.flags.contains(name), parsed.values[name] == nil else { throw CLIError.usage("--\(name) is given twice") }
             if option.value == nil {
                 guard inlineValue == nil else { throw CLIError.usage("--\(name) takes no value") }
                 parsed.flags.insert(name)
             } else if let inlineValue {
                 parsed.values[name] = inlineValue
             } else {
-                guard index < arguments.count else { throw CLIError.usage("--\(name) needs a value (\(option.value!))") }
+                // The next word is the value, unless it is another option (`--from --db x`); a
+                // value that starts with "--" can still be given as `--name=--value`.
+                guard index < arguments.count, !arguments[index].hasPrefix("--") else {
+                    throw CLIError.usage("--\(name) needs a value (\(option.value!))")
+                }
                 parsed.values[name] = arguments[index]
                 index += 1
             }

@@ -1,0 +1,84 @@
+import EventLog
+import Foundation
+import Synchronization
+
+/// What a writing command is about to create for a database that may not exist yet, so that
+/// when it fails before committing anything it removes exactly that, and nothing else.
+struct NewDatabase: Sendable {
+    let path: String
+    private let createsDirectory: Bool
+    private let createsFiles: [String]
+
+    init(at path: String) {
+        self.path = path
+        createsDirectory = !FileManager.default.fileExists(atPath: path)
+        createsFiles = ["data.mdb", "lock.mdb"].filter { !FileManager.default.fileExists(atPath: path + "/" + $0) }
+    }
+
+    /// Removes the files (never recursively) and the directory this command created, when the
+    /// log in them still holds no event, checked under the log's write lock so that no other
+    /// process's events can go with them.
+    func removeIfStillEmpty() {
+        guard !createsFiles.isEmpty, FileManager.default.fileExists(atPath: path + "/data.mdb"),
+              let store = try? EventStore(path: path) else { return }
+        _ = try? store.transact { batch in
+            if batch.lastSeq == 0 { removeFiles() }
+        }
+        if createsDirectory { rmdir(path) }
+    }
+
+    /// The same, from a signal handler while this process's own write transaction holds the
+    /// write lock (so no other process can commit meanwhile): the check reads a snapshot.
+    func removeIfStillEmpty(whileWriting store: EventStore) {
+        guard !createsFiles.isEmpty, (try? store.lastSeq()) == 0 else { return }
+        removeFiles()
+        if createsDirectory { rmdir(path) }
+    }
+
+    private func removeFiles() {
+        for file in createsFiles { unlink(path + "/" + file) }
+    }
+}
+
+/// What to tell a person who interrupts an import with Ctrl-C (SIGINT) or SIGTERM: what was
+/// kept and how to continue. Until the first commit, nothing was kept.
+final class InterruptionNotice: @unchecked Sendable {
+    private let message = Mutex("nothing was imported")
+    private let committed = Atomic(false)
+    /// Set by `install` and cleared by `remove`, both on the command's thread.
+    private var sources: [any DispatchSourceSignal] = []
+
+    /// Starts listening; `remove()` restores the default handling. Interrupted before its
+    /// first commit, the command removes the database it created in `store`, if it did.
+    static func install(removingIfEmpty created: NewDatabase, of store: EventStore) -> InterruptionNotice {
+        let notice = InterruptionNotice()
+        let list = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [notice] in
+                let text = notice.message.withLock { $0 }
+                if !notice.committed.load(ordering: .relaxed) { created.removeIfStillEmpty(whileWriting: store) }
+                let clear = isatty(STDERR_FILENO) == 1 ? "\r\u{1B}[2K" : ""
+                FileHandle.standardError.write(Data("\(clear)Interrupted: \(text)\n".utf8))
+                exit(128 + number)
+            }
+            source.resume()
+            return source
+        }
+        notice.sources = list
+        return notice
+    }
+
+    /// Says what a commit kept.
+    func committed(_ text: String) {
+        message.withLock { $0 = text }
+        committed.store(true, ordering: .relaxed)
+    }
+
+    func remove() {
+        for source in sources { source.cancel() }
+        sources.removeAll()
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+    }
+}
