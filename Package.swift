@@ -20,8 +20,10 @@ let package = Package(
         ),
         // CRC-32C with the CPU's instruction, where it has one.
         .target(name: "CCRC32C"),
+        // Turns a fault reading a damaged LMDB file into a one-line error, for the command line.
+        .target(name: "CFaultGuard"),
         // The log, its records, state values, snapshots and verification.
-        .target(name: "EventLog", dependencies: ["CLMDB", "CCRC32C"]),
+        .target(name: "EventLog", dependencies: ["CLMDB", "CCRC32C", "CFaultGuard"]),
         // Plans, steps and the one apply step shared by taps, URLs, tests and capture scripts.
         .target(name: "Effects", dependencies: ["EventLog"]),
         // Typed collections of Codable objects whose every save and delete is an event.

@@ -2,6 +2,14 @@ import EventLog
 
 /// The `eventlog` command line: `main.swift` only glues the process to `run`.
 public enum EventLogCLI {
+    /// For a program: a fault reading a damaged database (LMDB follows its pages unchecked)
+    /// ends the process with a one-line error and exit status 1 instead of a signal. Other
+    /// faults stay crashes. Process-wide: call it once, from `main`.
+    public static func reportStorageFaultsAsDamage() {
+        FaultGuard.install(message: "Error: the database is damaged: reading it faulted (LMDB does not check its pages);"
+            + " 'eventlog verify' says where, 'eventlog salvage' copies what is good\n")
+    }
+
     /// This program's version.
     public static let version = "0.9.0"
 

@@ -1,6 +1,7 @@
 import EventLogCLI
 import Foundation
 
+EventLogCLI.reportStorageFaultsAsDamage()
 let console = Console.standard()
 let status = EventLogCLI.run(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment, console: console)
 console.flush()

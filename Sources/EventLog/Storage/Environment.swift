@@ -54,6 +54,8 @@ package final class Environment: @unchecked Sendable {
     /// Held shared by every transaction of this process and exclusively while the map is
     /// resized: `mdb_env_set_mapsize` requires that no transaction of the process is active.
     private let resizeLock: UnsafeMutablePointer<pthread_rwlock_t>
+    /// Where `FaultGuard` keeps this environment's map (which moves when the map grows).
+    private let faultGuardSlot = FaultGuard.takeSlot()
 
     /// Opens the environment in directory `path`, which must exist unless read-only. Every
     /// failure closes what was opened before throwing. Reach it through `open(path:options:)`,
@@ -79,6 +81,24 @@ package final class Environment: @unchecked Sendable {
         self.resizeLock = .allocate(capacity: 1)
         pthread_rwlock_init(resizeLock, nil)
         clearStaleReaders()
+        recordMap()
+    }
+
+    /// Tells `FaultGuard` where the map is now. LMDB does not say (`me_mapaddr` is only set
+    /// for fixed maps), so it is found in `/proc/self/maps` by the file's inode and name.
+    private func recordMap() {
+        var file = stat()
+        guard stat(path + "/data.mdb", &file) == 0,
+              let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else { return }
+        // Each line: "start-end perms offset major:minor inode path".
+        for line in maps.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 6, UInt64(fields[4]) == UInt64(file.st_ino), fields[5...].joined(separator: " ").hasSuffix("/data.mdb") else { continue }
+            let range = fields[0].split(separator: "-").compactMap { UInt(String($0), radix: 16) }
+            guard range.count == 2, range[1] > range[0] else { continue }
+            FaultGuard.setMap(faultGuardSlot, base: UnsafeRawPointer(bitPattern: range[0]), size: Int(range[1] - range[0]))
+            return
+        }
     }
 
     /// Clears the reader slots of processes that died inside a read transaction. LMDB keeps
@@ -150,6 +170,7 @@ package final class Environment: @unchecked Sendable {
     }
 
     deinit {
+        FaultGuard.setMap(faultGuardSlot, base: nil, size: 0)
         mdb_env_close(handle)
         pthread_rwlock_destroy(resizeLock)
         resizeLock.deallocate()
@@ -189,14 +210,14 @@ package final class Environment: @unchecked Sendable {
         pthread_rwlock_rdlock(resizeLock)
         defer { pthread_rwlock_unlock(resizeLock) }
         var txn: OpaquePointer?
-        var result = mdb_txn_begin(handle, nil, flags, &txn)
+        var result = guarded { mdb_txn_begin(handle, nil, flags, &txn) }
         if result == MDB_MAP_RESIZED {
             // Another process grew the map. Adopting its size needs no transaction of this
             // process active, so step out of the shared lock, adopt exclusively, and retry.
             pthread_rwlock_unlock(resizeLock)
             adoptForeignMapSize()
             pthread_rwlock_rdlock(resizeLock)
-            result = mdb_txn_begin(handle, nil, flags, &txn)
+            result = guarded { mdb_txn_begin(handle, nil, flags, &txn) }
         }
         try check(result)
         let transaction = Transaction(handle: txn!)
@@ -207,7 +228,7 @@ package final class Environment: @unchecked Sendable {
             mdb_txn_abort(txn)
             throw error
         }
-        try check(mdb_txn_commit(txn))
+        try check(guarded { mdb_txn_commit(txn) })
         return value
     }
 
@@ -215,6 +236,7 @@ package final class Environment: @unchecked Sendable {
         pthread_rwlock_wrlock(resizeLock)
         defer { pthread_rwlock_unlock(resizeLock) }
         mdb_env_set_mapsize(handle, 0)
+        recordMap()
     }
 
     /// Grows the map, when needed, so that at least `bytes` more can be written without
@@ -240,6 +262,7 @@ package final class Environment: @unchecked Sendable {
         if mapSize > size { return }
         clearStaleReaders()
         try check(mdb_env_set_mapsize(handle, newSize ?? size * 2))
+        recordMap()
     }
 }
 

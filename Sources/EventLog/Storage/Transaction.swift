@@ -17,7 +17,7 @@ package struct Transaction: ~Copyable {
     /// environment's lifetime once this transaction commits.
     package func openDatabase(named name: String, create: Bool = false) throws -> Database? {
         var dbi: MDB_dbi = 0
-        let result = mdb_dbi_open(handle, name, create ? UInt32(MDB_CREATE) : 0, &dbi)
+        let result = guarded { mdb_dbi_open(handle, name, create ? UInt32(MDB_CREATE) : 0, &dbi) }
         if result == MDB_NOTFOUND { return nil }
         try check(result)
         return Database(id: dbi)
@@ -26,7 +26,7 @@ package struct Transaction: ~Copyable {
     /// Whether the environment's main database holds nothing (no named database, no key).
     func mainDatabaseIsEmpty() throws -> Bool {
         var dbi: MDB_dbi = 0
-        try check(mdb_dbi_open(handle, nil, 0, &dbi))
+        try check(guarded { mdb_dbi_open(handle, nil, 0, &dbi) })
         return try count(Database(id: dbi)) == 0
     }
 
@@ -51,7 +51,7 @@ package struct Transaction: ~Copyable {
     package func get(_ db: Database, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val()
-        let result = mdb_get(handle, db.id, &k, &v)
+        let result = guarded { mdb_get(handle, db.id, &k, &v) }
         if result == MDB_NOTFOUND { return nil }
         try check(result)
         return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
@@ -62,14 +62,14 @@ package struct Transaction: ~Copyable {
     package func put(_ db: Database, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
-        try check(mdb_put(handle, db.id, &k, &v, 0))
+        try check(guarded { mdb_put(handle, db.id, &k, &v, 0) })
     }
 
     /// Removes `key`; returns whether it was there.
     @discardableResult
     package func delete(_ db: Database, key: UnsafeRawBufferPointer) throws -> Bool {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
-        let result = mdb_del(handle, db.id, &k, nil)
+        let result = guarded { mdb_del(handle, db.id, &k, nil) }
         if result == MDB_NOTFOUND { return false }
         try check(result)
         return true
@@ -78,14 +78,14 @@ package struct Transaction: ~Copyable {
     /// The number of entries in `db`.
     package func count(_ db: Database) throws -> Int {
         var stat = MDB_stat()
-        try check(mdb_stat(handle, db.id, &stat))
+        try check(guarded { mdb_stat(handle, db.id, &stat) })
         return stat.ms_entries
     }
 
     /// Removes every entry of `db` (`mdb_drop` without deleting the database); with
     /// `deletingDatabase`, the database itself too, after which its handle is invalid.
     package func empty(_ db: Database, deletingDatabase: Bool = false) throws {
-        try check(mdb_drop(handle, db.id, deletingDatabase ? 1 : 0))
+        try check(guarded { mdb_drop(handle, db.id, deletingDatabase ? 1 : 0) })
     }
 
     /// Lends a cursor over `db` to `body` and closes it afterwards.
@@ -119,7 +119,7 @@ package struct Cursor: ~Copyable {
     package func append(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
-        try check(mdb_cursor_put(handle, &k, &v, UInt32(MDB_APPEND)))
+        try check(guarded { mdb_cursor_put(handle, &k, &v, UInt32(MDB_APPEND)) })
     }
 
     private func move(_ op: MDB_cursor_op) throws -> Entry? {
@@ -129,7 +129,7 @@ package struct Cursor: ~Copyable {
 
     private func move(_ op: MDB_cursor_op, key k: inout MDB_val) throws -> Entry? {
         var v = MDB_val()
-        let result = mdb_cursor_get(handle, &k, &v, op)
+        let result = guarded { mdb_cursor_get(handle, &k, &v, op) }
         if result == MDB_NOTFOUND { return nil }
         try check(result)
         return Entry(key: UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
