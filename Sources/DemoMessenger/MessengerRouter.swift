@@ -53,11 +53,11 @@ public enum MessengerRouter {
             let found = url.firstRange(of: "://").map { "'\(url[..<$0.lowerBound])://'" } ?? "no scheme"
             throw fail("expected a \(prefix) URL, found \(found)")
         }
-        let rest = url.dropFirst(prefix.count)
-        let pathPart = rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
-        let queryPart = rest.contains("?") ? String(rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[1]) : nil
+        let parts = split(url.dropFirst(prefix.count), at: "?", maxSplits: 1)
+        let pathPart = parts[0]
+        let queryPart = parts.count > 1 ? String(parts[1]) : nil
         var segments: [String] = []
-        for (index, raw) in pathPart.split(separator: "/", omittingEmptySubsequences: false).enumerated() {
+        for (index, raw) in split(pathPart, at: "/").enumerated() {
             guard let decoded = raw.removingPercentEncoding else { throw fail("invalid percent-encoding in segment \(index + 1) '\(raw)'") }
             segments.append(decoded)
         }
@@ -105,8 +105,8 @@ public enum MessengerRouter {
     private static func parseQuery(_ text: String?, _ fail: (String) -> RouteError) throws(RouteError) -> [String: String] {
         guard let text, !text.isEmpty else { return [:] }
         var query: [String: String] = [:]
-        for pair in text.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        for pair in split(text[...], at: "&") where !pair.isEmpty {
+            let parts = split(pair, at: "=", maxSplits: 1)
             let decode = { (raw: Substring) in String(raw).replacingOccurrences(of: "+", with: " ").removingPercentEncoding }
             guard let key = decode(parts[0]), let value = decode(parts.count > 1 ? parts[1] : "") else {
                 throw fail("invalid percent-encoding in query '\(pair)'")
@@ -115,6 +115,20 @@ public enum MessengerRouter {
             query[key] = value
         }
         return query
+    }
+
+    /// `text` split at each `separator` (at most `maxSplits` times), empty pieces kept. URL
+    /// syntax is made of scalars, not of Swift's characters: a combining or prepending mark
+    /// next to a "?" would make it part of another character, and hide it from `split`.
+    private static func split(_ text: Substring, at separator: Unicode.Scalar, maxSplits: Int = .max) -> [Substring] {
+        var pieces: [Substring] = []
+        var start = text.startIndex
+        for index in text.unicodeScalars.indices where text.unicodeScalars[index] == separator && pieces.count < maxSplits {
+            pieces.append(Substring(text.unicodeScalars[start..<index]))
+            start = text.unicodeScalars.index(after: index)
+        }
+        pieces.append(Substring(text.unicodeScalars[start...]))
+        return pieces
     }
 
     /// The URL of a route; `route(from: url(for: r)) == r` for every route.

@@ -6,6 +6,14 @@ import Foundation
 import Testing
 
 @Suite struct MessengerRouterTests {
+    /// Found by the fuzzer: U+06DD is a prepending mark, so "\u{06DD}?" is one Character and
+    /// a split on "?" missed it while a search found it, and the router read past its array.
+    @Test func aMarkBeforeTheQueryIsNotACrash() throws {
+        #expect(throws: RouteError.self) { try MessengerRouter.route(from: "botmessages://2b\u{06DD}?filter=unread") }
+        #expect(throws: RouteError.self) { try MessengerRouter.route(from: "botmessages://bots?filter=unread\u{06DD}&x\u{06DD}=1") }
+        #expect(try MessengerRouter.route(from: "botmessages://bots?filter=unread") == MessengerRouter.route(from: MessengerRouter.url(for: .bots(filter: "unread"))))
+    }
+
     @Test func theAvatarURLIsExactlySevenStepsInOrder() throws {
         let plan = try MessengerRouter.plan(for: "botmessages://avatar/aria-7/expanded")
         #expect(plan.steps.map(\.description) == [

@@ -47,7 +47,8 @@ import Testing
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["swiftc", "-typecheck", "-I", build.appendingPathComponent("Modules").path,
                              "-I", build.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Sources/CLMDB").path,
-                             "-Xcc", "-fmodule-map-file=" + build.appendingPathComponent("CCRC32C.build/module.modulemap").path, file]
+                             "-Xcc", "-fmodule-map-file=" + build.appendingPathComponent("CCRC32C.build/module.modulemap").path,
+                             "-Xcc", "-fmodule-map-file=" + build.appendingPathComponent("CFaultGuard.build/module.modulemap").path, file]
         let output = Pipe()
         process.standardError = output
         process.standardOutput = FileHandle.nullDevice
