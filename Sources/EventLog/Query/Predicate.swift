@@ -267,23 +267,14 @@ private struct PredicateParser {
 
     /// A string literal: a JSON string, with JSON's escapes (`\n`, `\u001b`, …).
     mutating func string() throws(PredicateSyntaxError) -> String {
-        let start = at
-        at += 1
-        while at < text.count, text[at] != "\"" { at += text[at] == "\\" ? 2 : 1 }
-        guard at < text.count else {
-            at = start
-            throw fail("unterminated string")
+        do {
+            let (value, end) = try QuotedString.read(text, at: at)
+            at = end
+            return value
+        } catch {
+            at = error.at
+            throw fail(error.reason == "unterminated string" ? error.reason : "in string: \(error.reason)")
         }
-        at += 1
-        var literal = ""
-        literal.unicodeScalars.append(contentsOf: text[start..<at])
-        let parsed: StateValue
-        do { parsed = try StateValue(json: literal) } catch {
-            at = start + error.column - 1
-            throw fail("in string: \(error.reason)")
-        }
-        guard case .string(let value) = parsed else { throw fail("expected a string") }
-        return value
     }
 
     mutating func number() throws(PredicateSyntaxError) -> StateValue {

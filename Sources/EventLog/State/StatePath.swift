@@ -121,20 +121,14 @@ private struct PathParser {
         let component: StatePath.Component
         if at < text.count, text[at] == "\"" {
             // A quoted key is a JSON string, as `description` writes it.
-            let start = at
-            at += 1
-            while at < text.count, text[at] != "\"" { at += text[at] == "\\" ? 2 : 1 }
-            guard at < text.count else { throw fail("unterminated quoted key") }
-            at += 1
-            var quoted = ""
-            quoted.unicodeScalars.append(contentsOf: text[start..<at])
-            let parsed: StateValue
-            do { parsed = try StateValue(json: quoted) } catch {
-                at = start + error.column - 1
-                throw fail("quoted key: \(error.reason)")
+            do {
+                let (key, end) = try QuotedString.read(text, at: at)
+                at = end
+                component = .key(key)
+            } catch {
+                at = error.at
+                throw fail(error.reason == "unterminated string" ? "unterminated quoted key" : "quoted key: \(error.reason)")
             }
-            guard case .string(let key) = parsed else { throw fail("expected a quoted key") }
-            component = .key(key)
         } else {
             let start = at
             while at < text.count, ("0"..."9").contains(text[at]) { at += 1 }

@@ -86,6 +86,30 @@ extension StateValue {
     }
 }
 
+/// A JSON string literal inside another text (a quoted path key, a predicate's string).
+enum QuotedString {
+    /// Where in the text a literal went wrong (an index into it), and why.
+    struct Failure: Error {
+        var at: Int
+        var reason: String
+    }
+
+    /// Reads the literal that starts at `text[start]` (a `"`) with JSON's escapes; returns its
+    /// value and the index just after its closing quote.
+    static func read(_ text: [Unicode.Scalar], at start: Int) throws(Failure) -> (value: String, end: Int) {
+        var end = start + 1
+        while end < text.count, text[end] != "\"" { end += text[end] == "\\" ? 2 : 1 }
+        guard end < text.count else { throw Failure(at: start, reason: "unterminated string") }
+        end += 1
+        var literal = ""
+        literal.unicodeScalars.append(contentsOf: text[start..<end])
+        let parsed: StateValue
+        do { parsed = try StateValue(json: literal) } catch { throw Failure(at: start + error.column - 1, reason: error.reason) }
+        guard case .string(let value) = parsed else { throw Failure(at: start, reason: "expected a string") }
+        return (value, end)
+    }
+}
+
 /// JSON that could not be parsed, with the 1-based line and column of the problem.
 public struct JSONSyntaxError: Error, Hashable, CustomStringConvertible {
     public let line: Int
