@@ -272,8 +272,9 @@ private struct PredicateParser {
             at = end
             return value
         } catch {
-            at = error.at
-            throw fail(error.reason == "unterminated string" ? error.reason : "in string: \(error.reason)")
+            // An unterminated string is pointed at where it starts.
+            if !error.isUnterminated { at = error.at }
+            throw fail(error.isUnterminated ? error.reason : "in string: \(error.reason)")
         }
     }
 

@@ -127,7 +127,7 @@ private struct PathParser {
                 component = .key(key)
             } catch {
                 at = error.at
-                throw fail(error.reason == "unterminated string" ? "unterminated quoted key" : "quoted key: \(error.reason)")
+                throw fail(error.isUnterminated ? "unterminated quoted key" : "quoted key: \(error.reason)")
             }
         } else {
             let start = at

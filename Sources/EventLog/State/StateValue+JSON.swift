@@ -88,10 +88,12 @@ extension StateValue {
 
 /// A JSON string literal inside another text (a quoted path key, a predicate's string).
 enum QuotedString {
-    /// Where in the text a literal went wrong (an index into it), and why.
+    /// Where in the text a literal went wrong (an index into it), and why; an unterminated
+    /// literal goes wrong at the end of the text.
     struct Failure: Error {
         var at: Int
         var reason: String
+        var isUnterminated = false
     }
 
     /// Reads the literal that starts at `text[start]` (a `"`) with JSON's escapes; returns its
@@ -99,7 +101,7 @@ enum QuotedString {
     static func read(_ text: [Unicode.Scalar], at start: Int) throws(Failure) -> (value: String, end: Int) {
         var end = start + 1
         while end < text.count, text[end] != "\"" { end += text[end] == "\\" ? 2 : 1 }
-        guard end < text.count else { throw Failure(at: start, reason: "unterminated string") }
+        guard end < text.count else { throw Failure(at: text.count, reason: "unterminated string", isUnterminated: true) }
         end += 1
         var literal = ""
         literal.unicodeScalars.append(contentsOf: text[start..<end])
