@@ -1,5 +1,6 @@
 import EventLog
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -81,26 +82,27 @@ public final class Console: @unchecked Sendable {
 }
 
 /// Collects output and writes it to a file descriptor in large chunks.
-private final class FileDescriptorBuffer: @unchecked Sendable {
+private final class FileDescriptorBuffer: Sendable {
     private let descriptor: Int32
-    private var bytes: [UInt8] = []
-    private let lock = NSLock()
+    private let bytes: Mutex<[UInt8]>
 
     init(descriptor: Int32) {
         self.descriptor = descriptor
-        bytes.reserveCapacity(1 << 16)
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(1 << 16)
+        bytes = Mutex(buffer)
     }
 
     func write(_ text: String) {
-        lock.withLock {
+        bytes.withLock { bytes in
             bytes.append(contentsOf: text.utf8)
-            if bytes.count >= 1 << 16 { drain() }
+            if bytes.count >= 1 << 16 { drain(&bytes) }
         }
     }
 
-    func flush() { lock.withLock { drain() } }
+    func flush() { bytes.withLock { drain(&$0) } }
 
-    private func drain() {
+    private func drain(_ bytes: inout [UInt8]) {
         bytes.withUnsafeBytes { Self.writeAll($0, to: descriptor) }
         bytes.removeAll(keepingCapacity: true)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -175,31 +176,30 @@ public struct EventClock: Sendable {
 
 /// A clock that moves only when told (and, optionally, by a fixed step at every reading):
 /// deterministic time for tests and simulated sessions.
-public final class ManualClock: @unchecked Sendable {
-    private var current: Timestamp
+public final class ManualClock: Sendable {
+    private let current: Mutex<Timestamp>
     private let step: Int64
-    private let lock = NSLock()
 
     /// Starts at `start`; every reading moves it on by `stepMicroseconds` afterwards.
     public init(start: Timestamp, stepMicroseconds: Int64 = 0) {
-        current = start
+        current = Mutex(start)
         step = stepMicroseconds
     }
 
     /// Moves the clock forward.
     public func advance(microseconds: Int64) {
-        lock.withLock { current.microsecondsSince1970 += microseconds }
+        current.withLock { $0.microsecondsSince1970 += microseconds }
     }
 
     /// The current time, without moving the clock.
-    public var now: Timestamp { lock.withLock { current } }
+    public var now: Timestamp { current.withLock { $0 } }
 
     /// This clock as the `EventClock` a store or engine reads.
     public var clock: EventClock {
         EventClock { [self] in
-            lock.withLock {
-                defer { current.microsecondsSince1970 += step }
-                return current
+            current.withLock { time in
+                defer { time.microsecondsSince1970 += step }
+                return time
             }
         }
     }

@@ -1,5 +1,6 @@
 import CLMDB
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -112,8 +113,7 @@ package final class Environment: @unchecked Sendable {
 
     /// LMDB forbids opening one environment twice in a process (closing either would drop the
     /// other's file locks), so handles are shared: the open environments, by directory.
-    private nonisolated(unsafe) static var opened: [String: WeakEnvironment] = [:]
-    private static let openedLock = NSLock()
+    private static let opened = Mutex<[String: WeakEnvironment]>([:])
 
     private struct WeakEnvironment {
         weak var environment: Environment?
@@ -156,17 +156,17 @@ package final class Environment: @unchecked Sendable {
 
     private static func opening(path: String, options: Options) throws -> Environment {
         let key = URL(fileURLWithPath: path).resolvingSymlinksInPath().standardizedFileURL.path
-        openedLock.lock()
-        defer { openedLock.unlock() }
-        if let existing = opened[key]?.environment, options.readOnly || !existing.isReadOnly {
-            return existing
+        return try opened.withLock { opened throws -> Environment in
+            if let existing = opened[key]?.environment, options.readOnly || !existing.isReadOnly {
+                return existing
+            }
+            if opened[key]?.environment != nil {
+                throw LMDBError(code: EBUSY) // open read-only in this process; close it first
+            }
+            let environment = try Environment(path: path, options: options)
+            opened[key] = WeakEnvironment(environment: environment)
+            return environment
         }
-        if opened[key]?.environment != nil {
-            throw LMDBError(code: EBUSY) // open read-only in this process; close it first
-        }
-        let environment = try Environment(path: path, options: options)
-        opened[key] = WeakEnvironment(environment: environment)
-        return environment
     }
 
     deinit {
