@@ -1,46 +1,32 @@
 import EventLog
 import Foundation
+import Synchronization
 
-/// Maps `StoredObject` values to and from state values through Foundation's JSON coders,
-/// with RFC 3339 dates (fractional seconds) and per-key custom date formats.
+/// Maps `StoredObject` values to and from state values with `StateValueEncoder` and
+/// `StateValueDecoder`: sorted keys, RFC 3339 dates (fractional seconds) and per-key custom
+/// date formats.
 enum ObjectCoding {
     static func encode<T: StoredObject>(_ object: T) throws -> StateObject {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys // the same object always encodes to the same events
-        let formats = T.dateFormats
-        encoder.dateEncodingStrategy = .custom { date, encoder in
-            var container = encoder.singleValueContainer()
-            try container.encode(format(date, key: encoder.codingPath.last?.stringValue, formats: formats))
+        let value: StateValue
+        do { value = try StateValueEncoder(dateFormats: T.dateFormats).encode(object) } catch {
+            throw ObjectStoreError.invalidObject("\(T.self) cannot be stored: \(error)")
         }
-        let data: Data
-        do { data = try encoder.encode(object) } catch { throw ObjectStoreError.invalidObject("\(error)") }
-        guard case .object(let fields) = try StateValue(json: String(decoding: data, as: UTF8.self)) else {
-            throw ObjectStoreError.invalidObject("\(T.self) does not encode to a JSON object")
+        guard case .object(let fields) = value else {
+            throw ObjectStoreError.invalidObject("\(T.self) does not encode to an object")
         }
         return fields
     }
 
     static func decode<T: StoredObject>(_ type: T.Type, from fields: StateObject) throws -> T {
-        let decoder = JSONDecoder()
-        let formats = T.dateFormats
-        decoder.dateDecodingStrategy = .custom { decoder in
-            let container = try decoder.singleValueContainer()
-            let text = try container.decode(String.self)
-            let key = decoder.codingPath.last?.stringValue
-            guard let date = parse(text, key: key, formats: formats) else {
-                throw DecodingError.dataCorruptedError(in: container, debugDescription: "\"\(text)\" is not a date in the format of \(key ?? "this key")")
-            }
-            return date
-        }
         do {
-            return try decoder.decode(T.self, from: Data(StateValue.object(fields).json().utf8))
+            return try StateValueDecoder(dateFormats: T.dateFormats).decode(T.self, from: .object(fields))
         } catch {
             throw ObjectStoreError.invalidObject("the stored \(T.collection) does not decode as \(T.self): \(error)")
         }
     }
 
     static func format(_ date: Date, key: String?, formats: [String: String]) -> String {
-        if let key, let format = formats[key] { return formatter(format).string(from: date) }
+        if let key, let format = formats[key] { return withFormatter(format) { $0.string(from: date) } }
         return rfc3339(date)
     }
 
@@ -48,9 +34,10 @@ enum ObjectCoding {
         if let key, let format = formats[key] {
             // Strict: a date that does not print back as the same text (February 30th, hour
             // 25) is refused, never moved to a neighbouring valid one.
-            let formatter = formatter(format)
-            guard let parsed = formatter.date(from: text), formatter.string(from: parsed) == text else { return nil }
-            return parsed
+            return withFormatter(format) { formatter in
+                guard let parsed = formatter.date(from: text), formatter.string(from: parsed) == text else { return nil }
+                return parsed
+            }
         }
         return Timestamp(rfc3339: text).map(date)
     }
@@ -66,7 +53,20 @@ enum ObjectCoding {
         Date(timeIntervalSince1970: Double(timestamp.microsecondsSince1970) / 1_000_000)
     }
 
-    private static func formatter(_ format: String) -> DateFormatter {
+    /// One formatter per format string, made once: making one costs far more than using it.
+    /// Used under the lock, so that no formatter is ever used by two threads at once.
+    private static let formatters = Mutex<[String: DateFormatter]>([:])
+
+    private static func withFormatter<R: Sendable>(_ format: String, _ body: (DateFormatter) -> R) -> R {
+        formatters.withLock { formatters in
+            if let formatter = formatters[format] { return body(formatter) }
+            let formatter = makeFormatter(format)
+            formatters[format] = formatter
+            return body(formatter)
+        }
+    }
+
+    private static func makeFormatter(_ format: String) -> DateFormatter {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
