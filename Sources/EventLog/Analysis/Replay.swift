@@ -90,7 +90,7 @@ public struct ReplayReport: Sendable, Hashable {
     public var events: UInt64 = 0
     /// By stream, how its events were replayed.
     public var streams: [String: StreamCount] = [:]
-    /// The streams no code knows, in the order first met.
+    /// The streams no code knows, sorted by name.
     public var unknownStreams: [String] {
         streams.filter { $0.value.unknown > 0 }.map(\.key).sorted()
     }
