@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "EventLog", targets: ["EventLog"]),
         .library(name: "Effects", targets: ["Effects"]),
         .library(name: "Objects", targets: ["Objects"]),
+        .library(name: "UpdatePrompts", targets: ["UpdatePrompts"]),
         .library(name: "EventLogTesting", targets: ["EventLogTesting"]),
         .executable(name: "eventlog", targets: ["eventlog"]),
         .executable(name: "eventlog-bench", targets: ["EventLogBenchmarks"]),
@@ -28,12 +29,16 @@ let package = Package(
         .target(name: "Effects", dependencies: ["EventLog"]),
         // Typed collections of Codable objects whose every save and delete is an event.
         .target(name: "Objects", dependencies: ["EventLog"]),
+        // HTTP GETs through URLSession, bodies streamed chunk by chunk (for lookups and deploys).
+        .target(name: "HTTPFetch"),
+        // The App Store version check: lookups, forced and optional prompts, every decision an event.
+        .target(name: "UpdatePrompts", dependencies: ["EventLog", "HTTPFetch"]),
         // The botmessages demo app: its effects, properties, sample data and URL routes.
         .target(name: "DemoMessenger", dependencies: ["Effects", "Objects"]),
         // Test support: temporary stores with hand-moved clocks, reusable checkers.
         .target(name: "EventLogTesting", dependencies: ["EventLog"]),
         // The `eventlog` commands: a pure parser and a runner, testable in-process.
-        .target(name: "EventLogCLI", dependencies: ["EventLog", "Effects", "Objects", "DemoMessenger"]),
+        .target(name: "EventLogCLI", dependencies: ["EventLog", "Effects", "Objects", "UpdatePrompts", "DemoMessenger"]),
         .executableTarget(name: "eventlog", dependencies: ["EventLogCLI"]),
 
         // The benchmark harness and its peers (raw LMDB, SQLite, JSON lines); build it in release.
@@ -62,6 +67,9 @@ let package = Package(
         .testTarget(name: "EventLogTests", dependencies: ["EventLog", "EventLogTesting", "CLMDB"]),
         .testTarget(name: "EffectsTests", dependencies: ["Effects", "EventLog", "EventLogTesting"]),
         .testTarget(name: "ObjectsTests", dependencies: ["Objects", "EventLog", "EventLogTesting"]),
+        // Servers the tests start on loopback: real HTTP, no mocks.
+        .target(name: "LoopbackServer", path: "Tests/LoopbackServer", exclude: ["fixture_server.py"]),
+        .testTarget(name: "UpdatePromptsTests", dependencies: ["UpdatePrompts", "EventLog", "EventLogTesting", "LoopbackServer"]),
         .testTarget(name: "DemoMessengerTests", dependencies: ["DemoMessenger", "Effects", "EventLog", "EventLogTesting"]),
         .testTarget(name: "EventLogCLITests", dependencies: ["EventLogCLI", "EventLog", "EventLogTesting"], exclude: ["Fixtures"]),
         .testTarget(name: "EventLogBenchmarksTests", dependencies: ["EventLogBenchmarks"]),

@@ -1,0 +1,90 @@
+import EventLog
+
+extension Origin {
+    /// A lookup and the decision after it, made by the app on its own schedule.
+    public static let updateCheck: Origin = "update-check"
+    /// A person's answer to the update prompt.
+    public static let prompt: Origin = "prompt"
+}
+
+/// The App Store version check of one app install: it looks the store's version up, decides
+/// whether to prompt, and takes the person's answer, recording every step and decision as an
+/// event of the `updates` stream through `UpdateRules`.
+public final class UpdatePrompter: Sendable {
+    public let store: EventStore
+    /// The installed version (`CFBundleShortVersionString`).
+    public let installedVersion: AppVersion
+    public let policy: PromptPolicy
+
+    public init(store: EventStore, installedVersion: AppVersion, policy: PromptPolicy = PromptPolicy()) {
+        self.store = store
+        self.installedVersion = installedVersion
+        self.policy = policy
+    }
+
+    /// What a check recorded.
+    public struct Check: Sendable {
+        /// The lookup's event and, when the lookup answered, the decision's.
+        public var records: [EventRecord]
+        /// The decision; `nil` when the lookup failed (and nothing else happened).
+        public var decision: PromptDecision?
+        /// Why the lookup failed, when it did.
+        public var failure: StoreLookupError?
+    }
+
+    /// Looks the store's version up and decides, in one transaction.
+    public func check(_ lookup: StoreLookup) throws -> Check {
+        try check(lookup.fetch(), source: lookup.source.description)
+    }
+
+    /// Records a lookup's result (fetched by the caller, or made up by a test or demo) and
+    /// the decision after it.
+    public func check(_ result: Result<StoreRelease, StoreLookupError>, source: String) throws -> Check {
+        try store.transact { batch in
+            let time = store.clock.now()
+            let cause = Cause(id: "update-check-\(batch.lastSeq + 1)", step: 0, source: source)
+            var payload: StateObject = ["installedVersion": .string(installedVersion.text), "source": .string(source)]
+            switch result {
+            case .failure(let failure):
+                payload["reason"] = .string(failure.reason)
+                let record = try append(.lookupFailed, .object(payload), cause, time, &batch)
+                return Check(records: [record], decision: nil, failure: failure)
+            case .success(let release):
+                payload["storeVersion"] = .string(release.version.text)
+                payload["releaseNotes"] = StateValue(release.releaseNotes)
+                payload["trackViewUrl"] = StateValue(release.trackViewURL)
+                payload["minimumOsVersion"] = StateValue(release.minimumOSVersion?.text)
+                payload["releaseDate"] = StateValue(release.releaseDate)
+                let found = try append(.storeVersionFound, .object(payload), cause, time, &batch)
+                var decisionCause = cause
+                decisionCause.step = 1
+                let decided = try append(.promptDecided, policy.payload, decisionCause, time, &batch)
+                let decision = batch.state[UpdateRules.path("lastDecision")]?.stringValue.flatMap(PromptDecision.init(rawValue:))
+                return Check(records: [found, decided], decision: decision, failure: nil)
+            }
+        }
+    }
+
+    /// Records the person's answer to the prompt on screen.
+    /// - Throws: `RuleError` when there is no prompt on screen, or a forced one and the answer
+    ///   is not "Update"; nothing is appended then.
+    @discardableResult
+    public func answer(_ answer: PromptAnswer) throws -> EventRecord {
+        try store.transact { batch in
+            try append(UpdateRules.EventType(rawValue: answer.rawValue)!, ["installedVersion": .string(installedVersion.text)],
+                       nil, store.clock.now(), &batch, origin: .prompt)
+        }
+    }
+
+    /// The `updates` state now.
+    public func state() throws -> StateValue {
+        try store.currentState[StatePath([.key(UpdateRules.stream)])] ?? .emptyObject
+    }
+
+    private func append(_ type: UpdateRules.EventType, _ payload: StateValue, _ cause: Cause?, _ time: Timestamp,
+                        _ batch: inout AppendBatch, origin: Origin = .updateCheck) throws -> EventRecord {
+        var event = Event(stream: UpdateRules.stream, type: type.rawValue, origin: origin, cause: cause, payload: payload)
+        event.writes = try UpdateRules.writes(for: event, in: batch.state, at: time).get()
+        return try batch.append(event, time: time)
+    }
+}
