@@ -34,7 +34,7 @@ let package = Package(
         // The App Store version check: lookups, forced and optional prompts, every decision an event.
         .target(name: "UpdatePrompts", dependencies: ["EventLog", "HTTPFetch"]),
         // The botmessages demo app: its effects, properties, sample data and URL routes.
-        .target(name: "DemoMessenger", dependencies: ["Effects", "Objects"]),
+        .target(name: "DemoMessenger", dependencies: ["Effects", "Objects", "UpdatePrompts"]),
         // Test support: temporary stores with hand-moved clocks, reusable checkers.
         .target(name: "EventLogTesting", dependencies: ["EventLog"]),
         // The `eventlog` commands: a pure parser and a runner, testable in-process.

@@ -2,6 +2,7 @@ import Effects
 import EventLog
 import Foundation
 import Objects
+import UpdatePrompts
 
 /// A realistic, reproducible session of the demo app: a person tapping around, deep links,
 /// a test and a capture script, all through the same engine. The same seed always records
@@ -9,7 +10,8 @@ import Objects
 ///
 /// It exercises every outcome: guards skipping unknown ids, no-op clears, scrolls that wait
 /// for their list and are released by a swipe back, interrupted by a newer plan, or time out.
-/// Between plans, the bots publish, read and delete blog posts through the object store.
+/// Between plans, the bots publish, read and delete blog posts through the object store, and
+/// the app checks the App Store for updates (`promptMoments`).
 public struct DemoSession: Sendable {
     public var plans: Int
     public var seed: UInt64
@@ -27,13 +29,15 @@ public struct DemoSession: Sendable {
         public var skipped = 0
         public var cancelled = 0
         public var objectEvents = 0
+        public var updateEvents = 0
         public var firstSeq: UInt64 = 0
         public var lastSeq: UInt64 = 0
     }
 
-    /// Records the session into `engine` (and blog posts into `objects`, when given), moving
-    /// `clock` between actions as a person would.
-    public func record(into engine: EffectEngine<MessengerModel>, objects: ObjectStore? = nil, clock: ManualClock) throws -> Summary {
+    /// Records the session into `engine` (with blog posts into `objects`, when given, and
+    /// update checks when `updatePrompts`), moving `clock` between actions as a person would.
+    public func record(into engine: EffectEngine<MessengerModel>, objects: ObjectStore? = nil, updatePrompts: Bool = false,
+                       clock: ManualClock) throws -> Summary {
         var rng = SplitMix64(seed: seed)
         var summary = Summary()
         var waits = 0
@@ -52,6 +56,9 @@ public struct DemoSession: Sendable {
             clock.advance(microseconds: Int64.random(in: 400_000...3_000_000, using: &rng))
             if let objects, index % 8 == 4 {
                 summary.objectEvents += try blogActivity(objects, index: index / 8, rng: &rng)
+            }
+            if updatePrompts, index % 8 == 0 {
+                summary.updateEvents += try updateCheck(Self.promptMoments[index / 8 % Self.promptMoments.count], store: engine.store)
             }
             // Every tenth plan is a UI test re-running the avatar deep link.
             let (url, origin) = index % 10 == 9
@@ -96,6 +103,42 @@ public struct DemoSession: Sendable {
                                       body: "What \(bot.name) learned this week.", publishedDate: published))
         }
         return 1
+    }
+
+    /// One foreground update check of the demo: the versions, the policy, and the person's answer.
+    struct PromptMoment: Sendable {
+        var installed: String
+        /// The store's version; `nil`: the lookup fails.
+        var store: String?
+        var forced = false
+        var answer: PromptAnswer?
+    }
+
+    /// Optional prompts declined up to the cap (with the store down once in between), an
+    /// update resetting the count, then a forced prompt that comes back after "Update".
+    static let promptMoments: [PromptMoment] = [
+        PromptMoment(installed: "3.3.0", store: "3.4.1", answer: .later),
+        PromptMoment(installed: "3.3.0", store: "3.4.1", answer: .later),
+        PromptMoment(installed: "3.3.0", store: "3.4.1", answer: .later),
+        PromptMoment(installed: "3.3.0", store: nil),
+        PromptMoment(installed: "3.3.0", store: "3.4.1", answer: .later),
+        PromptMoment(installed: "3.3.0", store: "3.4.1", answer: .later),
+        PromptMoment(installed: "3.3.0", store: "3.4.1"),
+        PromptMoment(installed: "3.4.1", store: "3.4.1"),
+        PromptMoment(installed: "3.4.1", store: "3.5", forced: true, answer: .update),
+        PromptMoment(installed: "3.5.0", store: "3.5"),
+    ]
+
+    /// Records one check (and the answer), returning how many events it appended.
+    private func updateCheck(_ moment: PromptMoment, store: EventStore) throws -> Int {
+        let prompter = UpdatePrompter(store: store, installedVersion: AppVersion(moment.installed)!, policy: PromptPolicy(forced: moment.forced))
+        let lookup: Result<StoreRelease, StoreLookupError> = moment.store.map {
+            .success(StoreRelease(version: AppVersion($0)!, releaseNotes: "Faster sync, fewer surprises.", minimumOSVersion: AppVersion("15.0")))
+        } ?? .failure(StoreLookupError("HTTP 503 from itunes.apple.com"))
+        let check = try prompter.check(lookup, source: StoreLookupSource.appStore(appID: "888237539")!.description)
+        guard let answer = moment.answer, check.decision == .promptShown || check.decision == .forcedPromptShown else { return check.records.count }
+        try prompter.answer(answer)
+        return check.records.count + 1
     }
 
     private func nextAction(_ rng: inout SplitMix64) -> (String, Origin) {

@@ -2,6 +2,7 @@ import DemoMessenger
 import Effects
 import EventLog
 import Objects
+import UpdatePrompts
 
 /// An app whose logs the `eventlog` commands serve: its code for `replay` and `bisect
 /// --replay`, declared once. The shipped `eventlog` is `EventLogApp.demo`; an app builds a
@@ -31,8 +32,8 @@ public struct EventLogApp: Sendable {
         self.projections = projections
     }
 
-    /// The botmessages demo: its effects and navigation recomputed by `MessengerModel`; plan
-    /// starts, the initial state and object saves taken as recorded.
+    /// The botmessages demo: its effects and navigation recomputed by `MessengerModel`, update
+    /// checks by `UpdateRules`; plan starts, the initial state and object saves taken as recorded.
     public static let demo: EventLogApp = {
         var app = EventLogApp(name: "eventlog", variants: Regression.allCases.map { ($0.rawValue, $0.summary) }) { variant in
             demoProjections(MessengerModel(regression: variant.flatMap(Regression.init(rawValue:))))
@@ -44,6 +45,7 @@ public struct EventLogApp: Sendable {
     static func demoProjections(_ model: MessengerModel) -> Projections {
         var code = Projections()
         code.recompute([model.stream, EffectEngine<MessengerModel>.navigationStream], with: EffectProjection(model: model))
+        code.recompute([UpdateRules.stream], with: UpdatesProjection())
         code.takeAsRecorded([EffectEngine<MessengerModel>.planStream, EffectEngine<MessengerModel>.initialStateStream, ObjectStore.stream])
         return code
     }

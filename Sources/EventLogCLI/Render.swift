@@ -15,14 +15,14 @@ enum Render {
         "\(path(write.path)): \(value(write.old)) → \(value(write.new))"
     }
 
-    /// `   12  2026-11-30T02:05:40.123Z  url      applied    messenger/clearListFilter  listFilter: "bots" → null`
+    /// `   12  2026-11-30T02:05:40.123Z  url          applied   messenger/clearListFilter  listFilter: "bots" → null`
     static func logLine(_ record: EventRecord) -> String {
         let event = record.event
         let detail = detail(event)
         return seq(record)
             + "  " + shortTime(record.time)
-            + "  " + event.origin.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)
-            + event.outcome.name.padding(toLength: 10, withPad: " ", startingAt: 0)
+            + "  " + column(escaped(event.origin.rawValue), 12)
+            + column(event.outcome.name, 9)
             + "\(escaped(event.stream))/\(stepName(event))"
             + (detail.isEmpty ? "" : "  " + detail)
     }
@@ -44,6 +44,11 @@ enum Render {
         case .skipped(let reason): escaped(reason)
         case .cancelled: "superseded by a newer plan" + (event.cause.map { " (during \(escaped($0.id)))" } ?? "")
         }
+    }
+
+    /// `text` padded to `width` and one space more: never cut, always apart from what follows.
+    private static func column(_ text: String, _ width: Int) -> String {
+        text + String(repeating: " ", count: max(0, width - text.count) + 1)
     }
 
     /// The seq, right-aligned in seven columns.

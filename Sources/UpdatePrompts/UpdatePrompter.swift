@@ -51,10 +51,10 @@ public final class UpdatePrompter: Sendable {
                 return Check(records: [record], decision: nil, failure: failure)
             case .success(let release):
                 payload["storeVersion"] = .string(release.version.text)
-                payload["releaseNotes"] = StateValue(release.releaseNotes)
-                payload["trackViewUrl"] = StateValue(release.trackViewURL)
-                payload["minimumOsVersion"] = StateValue(release.minimumOSVersion?.text)
-                payload["releaseDate"] = StateValue(release.releaseDate)
+                payload["releaseNotes"] = release.releaseNotes.map(StateValue.string)
+                payload["trackViewUrl"] = release.trackViewURL.map(StateValue.string)
+                payload["minimumOsVersion"] = release.minimumOSVersion.map { .string($0.text) }
+                payload["releaseDate"] = release.releaseDate.map(StateValue.string)
                 let found = try append(.storeVersionFound, .object(payload), cause, time, &batch)
                 var decisionCause = cause
                 decisionCause.step = 1
@@ -71,8 +71,7 @@ public final class UpdatePrompter: Sendable {
     @discardableResult
     public func answer(_ answer: PromptAnswer) throws -> EventRecord {
         try store.transact { batch in
-            try append(UpdateRules.EventType(rawValue: answer.rawValue)!, ["installedVersion": .string(installedVersion.text)],
-                       nil, store.clock.now(), &batch, origin: .prompt)
+            try append(UpdateRules.EventType(rawValue: answer.rawValue)!, .null, nil, store.clock.now(), &batch, origin: .prompt)
         }
     }
 

@@ -21,7 +21,7 @@ import Testing
         #expect(log.code == 0)
         let lines = log.out.split(separator: "\n")
         #expect(lines.count == 3)
-        #expect(lines[2].hasSuffix("test    applied   test/tick  counter: 1 → 2"))
+        #expect(lines[2].hasSuffix("test         applied   test/tick  counter: 1 → 2"))
         #expect(lines[0].hasPrefix("      1  20"))
     }
 
@@ -160,7 +160,7 @@ import Testing
 
 @Suite struct ParsingTests {
     @Test(arguments: [
-        (["frob"], "Error: unknown command 'frob'; the commands are: info, log, show, snapshot, diff, verify, salvage, export, import, rebuild, open, routes, capture, demo, objects, replay, bisect\nUsage: eventlog <command> [arguments] [--db PATH] [--json]\n"),
+        (["frob"], "Error: unknown command 'frob'; the commands are: info, log, show, snapshot, diff, verify, salvage, export, import, rebuild, open, routes, capture, demo, objects, update-check, replay, bisect\nUsage: eventlog <command> [arguments] [--db PATH] [--json]\n"),
         (["log", "--bogus"], "Error: unknown option '--bogus' for 'log'\nUsage: eventlog log [--from N] [--to N] [--db PATH] [--json]\n"),
         (["log", "--from"], "Error: --from needs a value (N)\nUsage: eventlog log [--from N] [--to N] [--db PATH] [--json]\n"),
         (["show"], "Error: missing N\nUsage: eventlog show N [--db PATH] [--json]\n"),

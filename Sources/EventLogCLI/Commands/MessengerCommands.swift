@@ -124,7 +124,9 @@ enum MessengerCommands {
         discussion: """
             Taps, deep links, a test and capture scripts run through the one apply step, with guards
             skipping unknown ids, no-op clears, and scrolls that wait, time out or are interrupted;
-            between them the bots publish, read and delete BlogPost objects.
+            between them the bots publish, read and delete BlogPost objects, and the app checks the
+            App Store for updates: optional prompts declined up to the cap, the store down once, an
+            update resetting the count, a forced prompt that comes back after "Update".
             Its clock is simulated from 2026-01-05T09:00:00Z, so the same --seed records the same bytes.
             Refuses a database that holds events unless --force.
             """,
@@ -158,7 +160,7 @@ enum MessengerCommands {
             let store = try context.openStore(writable: true, clock: clock.clock)
             let first = try store.lastSeq() + 1
             let engine = try EffectEngine(store: store, model: MessengerModel(regression: regression))
-            var summary = try DemoSession(plans: plans, seed: seed).record(into: engine, objects: try ObjectStore(store: store), clock: clock)
+            var summary = try DemoSession(plans: plans, seed: seed).record(into: engine, objects: try ObjectStore(store: store), updatePrompts: true, clock: clock)
             summary.firstSeq = first // include the initial state the engine records
             return summary
         }
@@ -166,11 +168,11 @@ enum MessengerCommands {
             context.printJSON(["applied": .int(Int64(summary.applied)), "cancelled": .int(Int64(summary.cancelled)),
                                "database": .string(path), "events": .int(Int64(summary.events)),
                                "firstSeq": .int(Int64(summary.firstSeq)), "lastSeq": .int(Int64(summary.lastSeq)),
-                               "objectEvents": .int(Int64(summary.objectEvents)),
+                               "objectEvents": .int(Int64(summary.objectEvents)), "updateEvents": .int(Int64(summary.updateEvents)),
                                "plans": .int(Int64(summary.plans)), "skipped": .int(Int64(summary.skipped))])
         } else {
             context.console.line("recorded \(summary.plans) plans into \(path) as events \(summary.firstSeq)…\(summary.lastSeq):")
-            context.console.line("  \(summary.applied) applied, \(summary.skipped) skipped, \(summary.cancelled) cancelled; \(summary.objectEvents) BlogPost saves and deletes"
+            context.console.line("  \(summary.applied) applied, \(summary.skipped) skipped, \(summary.cancelled) cancelled; \(summary.objectEvents) BlogPost saves and deletes; \(summary.updateEvents) update-check events"
                 + (regression.map { "; regression \($0.rawValue) on" } ?? ""))
         }
         return .ok
