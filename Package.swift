@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Effects", targets: ["Effects"]),
         .library(name: "Objects", targets: ["Objects"]),
         .library(name: "UpdatePrompts", targets: ["UpdatePrompts"]),
+        .library(name: "Deploys", targets: ["Deploys"]),
         .library(name: "EventLogTesting", targets: ["EventLogTesting"]),
         .executable(name: "eventlog", targets: ["eventlog"]),
         .executable(name: "eventlog-bench", targets: ["EventLogBenchmarks"]),
@@ -18,6 +19,12 @@ let package = Package(
             name: "CLMDB",
             pkgConfig: "lmdb",
             providers: [.apt(["liblmdb-dev"])]
+        ),
+        // SHA-256 from OpenSSL's libcrypto (Debian: libssl-dev), for deploy assets.
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
         ),
         // CRC-32C with the CPU's instruction, where it has one.
         .target(name: "CCRC32C"),
@@ -33,12 +40,14 @@ let package = Package(
         .target(name: "HTTPFetch"),
         // The App Store version check: lookups, forced and optional prompts, every decision an event.
         .target(name: "UpdatePrompts", dependencies: ["EventLog", "HTTPFetch"]),
+        // Web bundles shipped into app installs over Expo Updates v1, every transition an event.
+        .target(name: "Deploys", dependencies: ["EventLog", "HTTPFetch", "CCrypto"]),
         // The botmessages demo app: its effects, properties, sample data and URL routes.
         .target(name: "DemoMessenger", dependencies: ["Effects", "Objects", "UpdatePrompts"]),
         // Test support: temporary stores with hand-moved clocks, reusable checkers.
         .target(name: "EventLogTesting", dependencies: ["EventLog"]),
         // The `eventlog` commands: a pure parser and a runner, testable in-process.
-        .target(name: "EventLogCLI", dependencies: ["EventLog", "Effects", "Objects", "UpdatePrompts", "DemoMessenger"]),
+        .target(name: "EventLogCLI", dependencies: ["EventLog", "Effects", "Objects", "UpdatePrompts", "Deploys", "DemoMessenger"]),
         .executableTarget(name: "eventlog", dependencies: ["EventLogCLI"]),
 
         // The benchmark harness and its peers (raw LMDB, SQLite, JSON lines); build it in release.

@@ -1,4 +1,5 @@
 import DemoMessenger
+import Deploys
 import Effects
 import EventLog
 import Objects
@@ -33,7 +34,7 @@ public struct EventLogApp: Sendable {
     }
 
     /// The botmessages demo: its effects and navigation recomputed by `MessengerModel`, update
-    /// checks by `UpdateRules`; plan starts, the initial state and object saves taken as recorded.
+    /// checks by `UpdateRules`, deploys by `DeployRules`; plan starts, the initial state and object saves taken as recorded.
     public static let demo: EventLogApp = {
         var app = EventLogApp(name: "eventlog", variants: Regression.allCases.map { ($0.rawValue, $0.summary) }) { variant in
             demoProjections(MessengerModel(regression: variant.flatMap(Regression.init(rawValue:))))
@@ -46,6 +47,7 @@ public struct EventLogApp: Sendable {
         var code = Projections()
         code.recompute([model.stream, EffectEngine<MessengerModel>.navigationStream], with: EffectProjection(model: model))
         code.recompute([UpdateRules.stream], with: UpdatesProjection())
+        code.recompute([DeployRules.stream], with: DeployProjection())
         code.takeAsRecorded([EffectEngine<MessengerModel>.planStream, EffectEngine<MessengerModel>.initialStateStream, ObjectStore.stream])
         return code
     }

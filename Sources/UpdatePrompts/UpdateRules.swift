@@ -81,7 +81,7 @@ public enum UpdateRules {
     /// answer with no prompt on screen, a payload that is not this stream's).
     public static func writes(for event: Event, in state: StateValue, at time: Timestamp) -> Result<[Write], RuleError> {
         guard let type = EventType(rawValue: event.type) else { return .failure(RuleError("unknown event type \"\(event.type)\"")) }
-        var changes = Changes(state: state)
+        var changes = StateChanges(state, under: StatePath([.key(stream)]))
         let payload = event.payload
         let fields = payload.objectValue ?? StateObject()
         switch type {
@@ -106,19 +106,20 @@ public enum UpdateRules {
             let answer = PromptAnswer(rawValue: type.rawValue)!
             if let refusal = refusal(of: answer, in: changes.state) { return .failure(RuleError(refusal)) }
             switch answer {
+            case .update where changes["lastDecision"]?.stringValue == PromptDecision.forcedPromptShown.rawValue:
+                changes["lastPromptAt"] = .string(time.description) // the forced prompt comes back at once
             case .update:
-                if changes.string("lastDecision") == PromptDecision.forcedPromptShown.rawValue {
-                    changes["lastPromptAt"] = .string(time.description) // it comes back at once
-                    return .success(changes.writes)
-                }
+                changes["lastDecision"] = .string(answer.rawValue)
             case .later:
-                changes["declineCount"] = .int((changes.state[path("declineCount")]?.intValue ?? 0) + 1)
-                changes["declineCountVersion"] = changes.state[path("installedVersion")]
+                changes["declineCount"] = .int((changes["declineCount"]?.intValue ?? 0) + 1)
+                changes["declineCountVersion"] = changes["installedVersion"]
+                changes["lastDecision"] = .string(answer.rawValue)
             case .skip:
-                changes["skippedVersion"] = changes.state[path("storeVersion")]
+                changes["skippedVersion"] = changes["storeVersion"]
+                changes["lastDecision"] = .string(answer.rawValue)
             }
-            changes["lastDecision"] = .string(answer.rawValue)
         }
+        if let failure = changes.failure { return .failure(RuleError("\(failure)")) }
         return .success(changes.writes)
     }
 
@@ -134,24 +135,24 @@ public enum UpdateRules {
     }
 
     /// Decides after a lookup, writing the decline-count reset and the prompt time into `changes`.
-    private static func decide(_ changes: inout Changes, _ policy: PromptPolicy, at time: Timestamp) -> PromptDecision? {
-        guard let installedText = changes.string("installedVersion"), let installed = AppVersion(installedText),
-              let storeText = changes.string("storeVersion"), let store = AppVersion(storeText) else { return nil }
+    private static func decide(_ changes: inout StateChanges, _ policy: PromptPolicy, at time: Timestamp) -> PromptDecision? {
+        guard let installedText = changes["installedVersion"]?.stringValue, let installed = AppVersion(installedText),
+              let storeText = changes["storeVersion"]?.stringValue, let store = AppVersion(storeText) else { return nil }
         // The count belongs to one installed version: another one starts it over (the seed's
         // clearPlistChannelCount, there only when the versions are equal).
-        if let countVersion = changes.string("declineCountVersion"), AppVersion(countVersion) != installed {
+        if let countVersion = changes["declineCountVersion"]?.stringValue, AppVersion(countVersion) != installed {
             changes["declineCount"] = .int(0)
             changes["declineCountVersion"] = .string(installedText)
         }
         if store < installed { return .storeOlder }
         if store == installed { return .upToDate }
-        if let osVersion = policy.osVersion, let minimum = changes.string("minimumOsVersion").flatMap(AppVersion.init), minimum > osVersion {
+        if let osVersion = policy.osVersion, let minimum = changes["minimumOsVersion"]?.stringValue.flatMap(AppVersion.init), minimum > osVersion {
             return .osTooOld
         }
         if !policy.forced {
-            if let skipped = changes.string("skippedVersion").flatMap(AppVersion.init), skipped == store { return .versionSkipped }
-            if changes.state[path("declineCount")]?.intValue ?? 0 >= Int64(policy.maxDeclines) { return .declineCapReached }
-            if let days = policy.promptIntervalDays, let last = changes.string("lastPromptAt").flatMap(Timestamp.init(rfc3339:)),
+            if let skipped = changes["skippedVersion"]?.stringValue.flatMap(AppVersion.init), skipped == store { return .versionSkipped }
+            if changes["declineCount"]?.intValue ?? 0 >= Int64(policy.maxDeclines) { return .declineCapReached }
+            if let days = policy.promptIntervalDays, let last = changes["lastPromptAt"]?.stringValue.flatMap(Timestamp.init(rfc3339:)),
                time.microsecondsSince1970 - last.microsecondsSince1970 < Int64(days) * 86_400_000_000 {
                 return .tooSoon
             }
@@ -162,27 +163,6 @@ public enum UpdateRules {
 
     /// The path of a key of the `updates` state.
     public static func path(_ key: String) -> StatePath { StatePath([.key(stream), .key(key)]) }
-
-    /// Writes to `updates.*` made against a state, each only if it changes the value.
-    struct Changes {
-        private(set) var state: StateValue
-        private(set) var writes: [Write] = []
-
-        init(state: StateValue) { self.state = state }
-
-        func string(_ key: String) -> String? { state[UpdateRules.path(key)]?.stringValue }
-
-        subscript(key: String) -> StateValue? {
-            get { state[UpdateRules.path(key)] }
-            set {
-                let path = UpdateRules.path(key)
-                let old = state[path]
-                guard old != newValue else { return }
-                writes.append(Write(path, old: old, new: newValue))
-                _ = try? state.set(newValue, at: path) // `updates` is an object or missing: cannot fail
-            }
-        }
-    }
 }
 
 /// Why an `updates` event cannot happen where it was put.

@@ -1,0 +1,345 @@
+import EventLog
+import Foundation
+import HTTPFetch
+
+extension Origin {
+    /// A deploy transition made by the deploy client: at launch, on entering the foreground,
+    /// or by a manual call.
+    public static let deploy: Origin = "deploy"
+}
+
+/// What the client does at launch (`deliver`) or on entering the foreground, as Stork's
+/// behaviours: each one includes the ones before it.
+public enum DeployBehavior: String, Sendable, CaseIterable {
+    case none
+    /// Ask the server whether a newer update exists.
+    case checkNewDeploy
+    /// And download it into holding; it is installed at the next launch (or by `install`).
+    case downloadNewDeploy
+    /// And install it into working and reload the web view now.
+    case reloadNewDeploy
+}
+
+/// The deploy client of one app install: it checks for web bundles, downloads them into
+/// holding, installs them into working and reloads, each transition an event of the `deploy`
+/// stream (`DeployRules`). The app directory only changes by atomic renames
+/// (`AppDirectory`); a new install stays pending until `confirmLaunch`, and a launch that
+/// finds it still pending rolls back to the previous bundle.
+public final class DeployClient: @unchecked Sendable {
+    public let store: EventStore
+    public let directory: AppDirectory
+    public let source: DeploySource
+    public let target: DeployTarget
+    /// Stork's defaults: at launch check, download, install and reload.
+    public var launchBehavior = DeployBehavior.reloadNewDeploy
+    /// Stork's default: on entering the foreground, check again once `foregroundCheckInterval` has passed.
+    public var foregroundBehavior = DeployBehavior.checkNewDeploy
+    /// One day, in microseconds of the store's clock.
+    public var foregroundCheckInterval: Int64 = 86_400_000_000
+    /// How long a server may stay silent, in seconds.
+    public var timeout: Double = 30
+
+    /// A download records progress at most once per this many percent.
+    public static let progressStep: Int64 = 5
+
+    /// The steps of an install, in order; `installStepHook` runs after each (tests kill the
+    /// process there to prove a crash between any two leaves a whole working directory).
+    public enum InstallStep: String, Sendable, CaseIterable {
+        case recordedWillUpdate, wrotePending, switchedWorking, removedHolding, recordedDidUpdate
+    }
+    package var installStepHook: (InstallStep) -> Void = { _ in }
+
+    public init(store: EventStore, directory: AppDirectory, source: DeploySource, target: DeployTarget) {
+        self.store = store
+        self.directory = directory
+        self.source = source
+        self.target = target
+    }
+
+    private var fetch: HTTPFetch { HTTPFetch(idleTimeout: timeout, totalTimeout: 24 * 3_600) }
+
+    /// The `deploy` state now.
+    public func state() throws -> StateValue { try store.currentState[StatePath([.key(DeployRules.stream)])] ?? .emptyObject }
+
+    private func state(_ key: String) throws -> StateValue? { try store.currentState[DeployRules.path(key)] }
+
+    @discardableResult
+    private func record(_ transition: DeployRules.Transition, _ payload: StateObject = [:]) throws -> EventRecord {
+        try store.transact { batch in
+            let time = store.clock.now()
+            var event = Event(stream: DeployRules.stream, type: transition.rawValue, origin: .deploy, payload: .object(payload))
+            event.writes = try DeployRules.writes(for: event, in: batch.state, at: time).get()
+            return try batch.append(event, time: time)
+        }
+    }
+
+    // MARK: The lifecycle
+
+    /// Asks the source for a newer update; records the check and its answer. Returns the
+    /// manifest of a new update, or `nil`.
+    @discardableResult
+    public func check() throws -> UpdateManifest? {
+        try recover()
+        try record(.checkStarted, ["source": .string(source.description), "runtimeVersion": .string(target.runtimeVersion)])
+        let working = try directory.target(of: AppDirectory.working)
+        let answer: ManifestAnswer
+        do {
+            answer = try source.latest(for: target, current: working, fetch: fetch)
+        } catch {
+            try record(.checkFailed, ["reason": .string(error.description)])
+            return nil
+        }
+        switch answer {
+        case .noUpdateAvailable:
+            try record(.noNewDeploy, ["reason": "noUpdateAvailable"])
+            return nil
+        case .rollBackToEmbedded:
+            try rollBack(to: nil, reason: "the server sent rollBackToEmbedded")
+            return nil
+        case .update(let manifest, let assetHeaders):
+            if let refusal = refusal(of: manifest) {
+                try record(.checkFailed, ["reason": .string(refusal), "updateId": .string(manifest.id)])
+                return nil
+            }
+            let holding = try directory.target(of: AppDirectory.holding)
+            let rejected = try store.currentState[StatePath([.key(DeployRules.stream), .key("rejectedUpdates"), .key(manifest.id)])] != nil
+            if manifest.id == working || manifest.id == holding || rejected {
+                let reason = rejected ? "rolledBackBefore" : manifest.id == working ? "alreadyWorking" : "alreadyDownloaded"
+                try record(.noNewDeploy, ["reason": .string(reason), "updateId": .string(manifest.id)])
+                return nil
+            }
+            checked = (manifest, assetHeaders)
+            try record(.newDeployAvailable, ["updateId": .string(manifest.id), "createdAt": .string(manifest.createdAt),
+                                            "assets": .int(Int64(manifest.allAssets.count))])
+            return manifest
+        }
+    }
+
+    /// The manifest the last check found, for `download`.
+    private var checked: (manifest: UpdateManifest, assetHeaders: [String: [String: String]])?
+
+    /// Why a manifest cannot be installed here, or `nil`.
+    private func refusal(of manifest: UpdateManifest) -> String? {
+        guard manifest.runtimeVersion == target.runtimeVersion else {
+            return "update \(manifest.id) is for runtime version \(manifest.runtimeVersion), this app runs \(target.runtimeVersion)"
+        }
+        guard AppDirectory.isSafeUpdateID(manifest.id) else { return "the update id \"\(manifest.id)\" cannot name a directory" }
+        var keys = Set<String>()
+        for asset in manifest.allAssets {
+            guard AppDirectory.isSafeKey(asset.key) else { return "asset key \"\(asset.key)\" escapes the update's directory" }
+            guard keys.insert(asset.key).inserted else { return "asset key \"\(asset.key)\" appears twice" }
+            guard asset.hash != nil else { return "asset \(asset.key) has no hash to check it against" }
+        }
+        return nil
+    }
+
+    /// Downloads the checked update (checking first when there is none) into holding,
+    /// verifying every asset's SHA-256 as it streams to disk. Returns the update id, or `nil`
+    /// when there was nothing to download or the download failed (recorded).
+    @discardableResult
+    public func download() throws -> String? {
+        if checked == nil { try check() }
+        guard let (manifest, assetHeaders) = checked else { return nil }
+        checked = nil
+        let partial = directory.partialPath(manifest.id)
+        removeTree(partial)
+        do {
+            try Files.makeDirectory(partial)
+            try downloadAssets(of: manifest, headers: assetHeaders, into: partial)
+            try Files.writeAtomically(Data(manifest.json.json().utf8), to: directory.manifestPath(manifest.id))
+            let complete = directory.updatePath(manifest.id)
+            removeTree(complete) // an incomplete copy from before: complete ones are never renamed over
+            guard rename(partial, complete) == 0 else { throw DeployError.filesystem("cannot move \(partial) into place: \(String(cString: strerror(errno)))") }
+            try Files.syncDirectory(directory.updatesPath)
+            try directory.point(AppDirectory.holding, at: manifest.id)
+        } catch let error as DeployError {
+            removeTree(partial)
+            if case .integrity = error {
+                try record(.integrityFailed, ["updateId": .string(manifest.id), "reason": .string(error.description)])
+            } else {
+                try record(.downloadFailed, ["updateId": .string(manifest.id), "reason": .string(error.description)])
+            }
+            return nil
+        }
+        try record(.downloaded, ["updateId": .string(manifest.id)])
+        return manifest.id
+    }
+
+    private func downloadAssets(of manifest: UpdateManifest, headers: [String: [String: String]], into partial: String) throws {
+        let assets = manifest.allAssets
+        var reported: Int64 = 0
+        for (index, asset) in assets.enumerated() {
+            let file = partial + "/" + asset.key
+            try makeParents(of: asset.key, in: partial)
+            let fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
+            guard fd >= 0 else { throw DeployError.filesystem("cannot create \(file): \(String(cString: strerror(errno)))") }
+            var closed = false
+            defer { if !closed { close(fd) } }
+            var hasher = SHA256()
+            var expected: Int?
+            var received = 0
+            try source.download(asset, headers: headers[asset.key] ?? [:], target: target, fetch: fetch,
+                                expectedLength: { expected = $0 }) { chunk in
+                hasher.update(chunk)
+                try chunk.withUnsafeBytes { bytes in
+                    var offset = 0
+                    while offset < bytes.count {
+                        let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                        if written < 0 {
+                            if errno == EINTR { continue }
+                            throw DeployError.filesystem("cannot write \(file): \(String(cString: strerror(errno)))")
+                        }
+                        offset += written
+                    }
+                }
+                received += chunk.count
+                // Progress: assets done, plus this one's share when its length is known.
+                let share = expected.map { $0 > 0 ? min(1, Double(received) / Double($0)) : 1 } ?? 0
+                let percent = Int64((Double(index) + share) / Double(assets.count) * 100)
+                if percent >= reported + Self.progressStep, percent < 100 {
+                    reported = percent - percent % Self.progressStep
+                    try self.record(.downloadProgress, ["updateId": .string(manifest.id), "percent": .int(reported)])
+                }
+            }
+            guard fsync(fd) == 0 else { throw DeployError.filesystem("cannot flush \(file): \(String(cString: strerror(errno)))") }
+            close(fd)
+            closed = true
+            if let expected, expected != received {
+                throw DeployError.transport("asset \(asset.key) ended after \(received) of \(expected) bytes")
+            }
+            let actual = hasher.finalizeBase64URL()
+            if let hash = asset.hash, hash != actual { throw DeployError.integrity(key: asset.key, expected: hash, actual: actual) }
+        }
+    }
+
+    /// Creates the directories on the way to `key` inside `root`, refusing to cross anything
+    /// that is not a directory this download made.
+    private func makeParents(of key: String, in root: String) throws(DeployError) {
+        var path = root
+        for component in key.split(separator: "/").dropLast() {
+            path += "/" + component
+            var info = stat()
+            if lstat(path, &info) == 0 {
+                guard (info.st_mode & S_IFMT) == S_IFDIR else { throw .refused("asset key \"\(key)\" runs through a file") }
+            } else {
+                try Files.makeDirectory(path)
+            }
+        }
+    }
+
+    /// Installs the update in holding into working, in one rename; the new install is
+    /// pending until `confirmLaunch`. Returns the update installed, or `nil` when holding is empty.
+    @discardableResult
+    public func install() throws -> String? {
+        try recover()
+        guard let update = try directory.target(of: AppDirectory.holding) else { return nil }
+        try record(.willUpdateWorkingDirectory, ["updateId": .string(update)])
+        installStepHook(.recordedWillUpdate)
+        let index = directory.updatePath(update) + "/" + (try directory.manifest(of: update).launchAsset.key)
+        do {
+            let previous = try directory.target(of: AppDirectory.working)
+            try directory.setPending(PendingInstall(update: update, previous: previous))
+            installStepHook(.wrotePending)
+            try directory.point(AppDirectory.working, at: update) // the one step that switches
+        } catch {
+            try? directory.setPending(nil)
+            try record(.failedToUpdateWorkingDirectory, ["updateId": .string(update), "reason": .string(error.description)])
+            return nil
+        }
+        installStepHook(.switchedWorking)
+        try directory.removeLink(AppDirectory.holding) // if this fails, the next start finishes the install
+        installStepHook(.removedHolding)
+        try record(.didUpdateWorkingDirectory, ["updateId": .string(update), "indexURL": .string(URL(fileURLWithPath: index).absoluteString)])
+        installStepHook(.recordedDidUpdate)
+        return update
+    }
+
+    /// Reloads the web view on the working directory (records it; the app does the reload).
+    public func reload() throws {
+        try record(.didReloadWebView, ["updateId": StateValue(try directory.target(of: AppDirectory.working))])
+    }
+
+    /// The app confirms that the newly installed update launched well: it is no longer pending.
+    /// - Throws: `DeployError.usage` when no install is pending.
+    public func confirmLaunch() throws {
+        try recover()
+        guard let pending = try directory.pending() else { throw DeployError.usage("no install is pending confirmation") }
+        try directory.setPending(nil)
+        try record(.launchConfirmed, ["updateId": .string(pending.update)])
+    }
+
+    /// The app launches (Stork's `deliver`): an install still pending from the last launch
+    /// rolls back; an update waiting in holding is installed; then the launch behaviour runs.
+    public func deliver() throws {
+        try recover()
+        if let pending = try directory.pending() {
+            try rollBack(to: pending.previous, reason: "update \(pending.update) was launched but the app never confirmed a good launch (confirmLaunch)",
+                         rejectingUpdate: true)
+        }
+        if try directory.target(of: AppDirectory.holding) != nil, launchBehavior != .none {
+            try install()
+        }
+        try run(launchBehavior)
+        if try directory.pending() != nil || (try state("phase"))?.stringValue == DeployRules.Phase.installed.rawValue { try reload() }
+    }
+
+    /// The app enters the foreground: the foreground behaviour runs once
+    /// `foregroundCheckInterval` has passed since the last check.
+    public func enterForeground() throws {
+        try recover()
+        if let last = try state("lastCheck")?.stringValue.flatMap(Timestamp.init(rfc3339:)),
+           store.clock.now().microsecondsSince1970 - last.microsecondsSince1970 < foregroundCheckInterval { return }
+        try run(foregroundBehavior)
+        if foregroundBehavior == .reloadNewDeploy, try directory.pending() != nil { try reload() }
+    }
+
+    private func run(_ behavior: DeployBehavior) throws {
+        switch behavior {
+        case .none: return
+        case .checkNewDeploy: try check()
+        case .downloadNewDeploy: if try check() != nil { try download() }
+        case .reloadNewDeploy: if try check() != nil, try download() != nil { try install() }
+        }
+    }
+
+    /// Points working back at `previous` (`nil`: the embedded bundle) and records why.
+    private func rollBack(to previous: String?, reason: String, rejectingUpdate: Bool = false) throws {
+        let from = try directory.target(of: AppDirectory.working)
+        if let previous { try directory.point(AppDirectory.working, at: previous) } else { try directory.removeLink(AppDirectory.working) }
+        try directory.setPending(nil)
+        try record(.rolledBack, ["from": StateValue(from), "to": StateValue(previous), "reason": .string(reason), "rejectsUpdate": .bool(rejectingUpdate)])
+    }
+
+    /// Finishes or undoes an install a crash cut short, and records which.
+    public func recover() throws {
+        directory.removeUnfinishedLinks()
+        guard try state("phase")?.stringValue == DeployRules.Phase.installing.rawValue else { return }
+        guard let installing = try lastInstallingUpdate() else { return }
+        if try directory.target(of: AppDirectory.working) == installing {
+            if try directory.target(of: AppDirectory.holding) == installing { try directory.removeLink(AppDirectory.holding) }
+            try record(.installRecovered, ["updateId": .string(installing), "result": "finished"])
+        } else {
+            if try directory.pending()?.update == installing { try directory.setPending(nil) }
+            try record(.installRecovered, ["updateId": .string(installing), "result": "undone"])
+        }
+    }
+
+    /// The update of the newest `willUpdateWorkingDirectory`.
+    private func lastInstallingUpdate() throws -> String? {
+        var found: String?
+        let last = try store.lastSeq()
+        var seq = last
+        while seq > 0, found == nil {
+            if let record = try store.record(seq), record.event.stream == DeployRules.stream,
+               record.event.type == DeployRules.Transition.willUpdateWorkingDirectory.rawValue {
+                found = record.event.payload["updateId"]?.stringValue
+            }
+            seq -= 1
+        }
+        return found
+    }
+
+    private func removeTree(_ path: String) {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}

@@ -1,0 +1,93 @@
+import EventLog
+import Foundation
+
+/// Writes a web bundle as an update into a server directory, the layout `tools/update-server.py`
+/// serves and `DeploySource.directory` reads:
+///
+///     SERVER_DIR/assets/KEY            each file's bytes; KEY is their base64url SHA-256
+///     SERVER_DIR/assets/KEY.type       its content type
+///     SERVER_DIR/updates/RUNTIME/ID.json   the manifest (asset URLs are /assets/KEY)
+///     SERVER_DIR/updates/RUNTIME/current   the id served to that runtime version
+///
+/// Assets are content-addressed, so publishing again only adds what changed; `current` is
+/// replaced last and atomically, so a client never sees a manifest whose assets are missing.
+public struct DeployPublisher: Sendable {
+    public var serverDirectory: String
+
+    public init(serverDirectory: String) {
+        self.serverDirectory = serverDirectory
+    }
+
+    /// Publishes every regular file under `bundle` (`launchAsset` is the page the web view
+    /// loads) as update `id` for `runtimeVersion`, and returns its manifest.
+    /// - Throws: `DeployError.usage` for a bundle without its launch asset, a symbolic link in
+    ///   it, or a bad runtime version; `.filesystem` when a file cannot be read or written.
+    public func publish(bundle: String, runtimeVersion: String, launchAsset: String = "index.html",
+                        id: String = UUID().uuidString.lowercased(), createdAt: Timestamp = .now()) throws(DeployError) -> UpdateManifest {
+        _ = try DeployTarget(runtimeVersion: runtimeVersion)
+        guard AppDirectory.isSafeUpdateID(id) else { throw .usage("the update id must be letters, digits, '-', '_' or '.', not \"\(id)\"") }
+        let files = try Self.files(in: bundle)
+        guard files.contains(launchAsset) else { throw .usage("\(bundle) has no \(launchAsset) (the launch asset)") }
+        let runtime = serverDirectory + "/updates/" + runtimeVersion
+        for directory in [serverDirectory, serverDirectory + "/assets", serverDirectory + "/updates", runtime] { try Files.makeDirectory(directory) }
+        var assets: [UpdateManifest.Asset] = []
+        for key in files {
+            let hash = try Files.storeContentAddressed(bundle + "/" + key, in: serverDirectory + "/assets")
+            try Files.writeAtomically(Data((Self.contentType(of: key) + "\n").utf8), to: serverDirectory + "/assets/" + hash + ".type")
+            let fileExtension = (key as NSString).pathExtension
+            assets.append(UpdateManifest.Asset(key: key, hash: hash, contentType: Self.contentType(of: key),
+                                               fileExtension: fileExtension.isEmpty ? nil : "." + fileExtension, url: "/assets/" + hash))
+        }
+        let launch = assets.first { $0.key == launchAsset }!
+        let manifest = UpdateManifest(id: id, createdAt: createdAt.description, runtimeVersion: runtimeVersion,
+                                      launchAsset: launch, assets: assets.filter { $0.key != launchAsset })
+        try Files.writeAtomically(Data(manifest.json.json(pretty: true).utf8), to: runtime + "/" + id + ".json")
+        try Files.writeAtomically(Data((id + "\n").utf8), to: runtime + "/current")
+        return manifest
+    }
+
+    /// The bundle's regular files as sorted relative paths.
+    static func files(in bundle: String) throws(DeployError) -> [String] {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: bundle, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw .usage("\(bundle) is not a directory")
+        }
+        guard let walker = FileManager.default.enumerator(atPath: bundle) else { throw .filesystem("cannot read \(bundle)") }
+        var files: [String] = []
+        while let relative = walker.nextObject() as? String {
+            var info = stat()
+            guard lstat(bundle + "/" + relative, &info) == 0 else { throw .filesystem("cannot read \(bundle)/\(relative)") }
+            switch info.st_mode & S_IFMT {
+            case S_IFREG:
+                guard AppDirectory.isSafeKey(relative) else { throw .usage("\(bundle)/\(relative): the path cannot be an asset key") }
+                files.append(relative)
+            case S_IFDIR: continue
+            case S_IFLNK: throw .usage("\(bundle)/\(relative) is a symbolic link; a bundle holds regular files only")
+            default: throw .usage("\(bundle)/\(relative) is not a regular file")
+            }
+        }
+        return files.sorted()
+    }
+
+    /// The content type of a bundle file, by its extension.
+    static func contentType(of key: String) -> String {
+        switch (key as NSString).pathExtension.lowercased() {
+        case "html", "htm": "text/html"
+        case "js", "mjs": "application/javascript"
+        case "css": "text/css"
+        case "json", "map": "application/json"
+        case "png": "image/png"
+        case "jpg", "jpeg": "image/jpeg"
+        case "gif": "image/gif"
+        case "svg": "image/svg+xml"
+        case "webp": "image/webp"
+        case "ico": "image/x-icon"
+        case "woff": "font/woff"
+        case "woff2": "font/woff2"
+        case "ttf": "font/ttf"
+        case "txt": "text/plain"
+        case "wasm": "application/wasm"
+        default: "application/octet-stream"
+        }
+    }
+}

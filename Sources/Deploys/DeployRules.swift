@@ -1,0 +1,142 @@
+import EventLog
+
+/// The pure rules of the `deploy` stream: what each transition writes, from its payload and
+/// the state before it. The client records with them and replay recomputes with them; they
+/// never touch the file system or the network.
+///
+/// State, under `deploy`: `phase`, `workingUpdate` (absent: the embedded bundle),
+/// `holdingUpdate`, `availableUpdate`, `pendingUpdate` (installed, awaiting the app's
+/// confirmation of a good launch), `progress` (percent of the download), `lastCheck`, `lastError`,
+/// and `rejectedUpdates.ID` (the reason), for updates rolled back after a launch the app never
+/// confirmed: the client does not install those again.
+public enum DeployRules {
+    /// The stream of deploy events, and the key of their state.
+    public static let stream = "deploy"
+
+    /// Every transition of the lifecycle.
+    public enum Transition: String, Sendable, CaseIterable {
+        case checkStarted, newDeployAvailable, noNewDeploy, checkFailed
+        /// At most one per 5% of a download (`DeployClient.progressStep`).
+        case downloadProgress
+        case downloaded, downloadFailed, integrityFailed
+        case willUpdateWorkingDirectory, didUpdateWorkingDirectory, failedToUpdateWorkingDirectory
+        /// A start found an install cut short by a crash and finished it or undid it (`result`).
+        case installRecovered
+        case didReloadWebView, rolledBack, launchConfirmed
+    }
+
+    /// The values of `deploy.phase`.
+    public enum Phase: String, Sendable, CaseIterable {
+        case checking, updateAvailable, upToDate, checkFailed, downloading, downloaded, downloadFailed, integrityFailed,
+             installing, installed, installFailed, launched, confirmed, rolledBack
+    }
+
+    /// The writes of `event` on `state` at `time`, or why it cannot be one of this stream's.
+    public static func writes(for event: Event, in state: StateValue, at time: Timestamp) -> Result<[Write], DeployRuleError> {
+        guard let transition = Transition(rawValue: event.type) else { return .failure(DeployRuleError("unknown transition \"\(event.type)\"")) }
+        let fields = event.payload.objectValue ?? StateObject()
+        func text(_ key: String) -> StateValue? { fields[key].flatMap { $0.stringValue == nil ? nil : $0 } }
+        var changes = StateChanges(state, under: StatePath([.key(stream)]))
+        let update = text("updateId")
+        switch transition {
+        case .checkStarted:
+            changes["phase"] = phaseValue(.checking)
+            changes["lastCheck"] = .string(time.description)
+        case .newDeployAvailable:
+            guard let update else { return .failure(DeployRuleError("newDeployAvailable needs an updateId")) }
+            changes["phase"] = phaseValue(.updateAvailable)
+            changes["availableUpdate"] = update
+            changes["lastError"] = nil
+        case .noNewDeploy:
+            changes["phase"] = phaseValue(.upToDate)
+            changes["availableUpdate"] = nil
+            changes["lastError"] = nil
+        case .checkFailed, .downloadFailed, .integrityFailed, .failedToUpdateWorkingDirectory:
+            guard let reason = text("reason") else { return .failure(DeployRuleError("\(transition.rawValue) needs a reason")) }
+            let phase: Phase = switch transition {
+            case .checkFailed: .checkFailed
+            case .downloadFailed: .downloadFailed
+            case .integrityFailed: .integrityFailed
+            default: .installFailed
+            }
+            changes["phase"] = phaseValue(phase)
+            changes["lastError"] = reason
+            if transition != .checkFailed && transition != .failedToUpdateWorkingDirectory { changes["progress"] = nil }
+        case .downloadProgress:
+            guard let percent = fields["percent"]?.intValue, (0...100).contains(percent) else {
+                return .failure(DeployRuleError("downloadProgress needs a percent from 0 to 100"))
+            }
+            changes["phase"] = phaseValue(.downloading)
+            changes["progress"] = .int(percent)
+        case .downloaded:
+            guard let update else { return .failure(DeployRuleError("downloaded needs an updateId")) }
+            changes["phase"] = phaseValue(.downloaded)
+            changes["holdingUpdate"] = update
+            changes["progress"] = .int(100)
+            changes["lastError"] = nil
+        case .willUpdateWorkingDirectory:
+            changes["phase"] = phaseValue(.installing)
+        case .didUpdateWorkingDirectory:
+            guard let update else { return .failure(DeployRuleError("didUpdateWorkingDirectory needs an updateId")) }
+            installed(update, &changes)
+        case .installRecovered:
+            guard let update, let result = fields["result"]?.stringValue else { return .failure(DeployRuleError("installRecovered needs an updateId and a result")) }
+            switch result {
+            case "finished": installed(update, &changes)
+            case "undone": changes["phase"] = phaseValue(.downloaded)
+            default: return .failure(DeployRuleError("installRecovered's result is finished or undone, not \"\(result)\""))
+            }
+        case .didReloadWebView:
+            changes["phase"] = phaseValue(.launched)
+        case .rolledBack:
+            guard let reason = text("reason") else { return .failure(DeployRuleError("rolledBack needs a reason")) }
+            changes["phase"] = phaseValue(.rolledBack)
+            changes["workingUpdate"] = text("to")
+            changes["pendingUpdate"] = nil
+            changes["lastError"] = reason
+            if fields["rejectsUpdate"]?.boolValue == true, let from = fields["from"]?.stringValue {
+                changes.set(reason, at: StatePath([.key(stream), .key("rejectedUpdates"), .key(from)]))
+            }
+        case .launchConfirmed:
+            changes["phase"] = phaseValue(.confirmed)
+            changes["pendingUpdate"] = nil
+        }
+        if let failure = changes.failure { return .failure(DeployRuleError("\(failure)")) }
+        return .success(changes.writes)
+    }
+
+    private static func phaseValue(_ phase: Phase) -> StateValue { .string(phase.rawValue) }
+
+    /// `update` is now in the working directory, awaiting the app's confirmation.
+    private static func installed(_ update: StateValue, _ changes: inout StateChanges) {
+        changes["phase"] = phaseValue(.installed)
+        changes["workingUpdate"] = update
+        changes["holdingUpdate"] = nil
+        changes["pendingUpdate"] = update
+        changes["availableUpdate"] = nil
+    }
+
+    /// The path of a key of the `deploy` state.
+    public static func path(_ key: String) -> StatePath { StatePath([.key(stream), .key(key)]) }
+}
+
+/// Why a `deploy` event cannot be one.
+public struct DeployRuleError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
+    public var description: String { reason }
+}
+
+/// Today's code for the `deploy` stream, for `replay` and `bisect --replay`.
+public struct DeployProjection: Projection, Sendable {
+    public init() {}
+
+    public func recompute(_ record: EventRecord, in state: StateValue) -> Recomputed? {
+        switch DeployRules.writes(for: record.event, in: state, at: record.time) {
+        case .success(let writes): Recomputed(outcome: .applied, writes: writes)
+        case .failure(let error): Recomputed(outcome: .skipped(reason: error.reason), writes: [])
+        }
+    }
+
+    public func knows(stream: String) -> Bool { stream == DeployRules.stream }
+}

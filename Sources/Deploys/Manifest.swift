@@ -1,0 +1,225 @@
+import EventLog
+import Foundation
+
+/// An update as the Expo Updates v1 protocol describes it: a manifest and the assets it names.
+/// Unknown fields are ignored, as the protocol asks.
+public struct UpdateManifest: Sendable, Hashable {
+    public var id: String
+    public var createdAt: String
+    public var runtimeVersion: String
+    /// The entry point: the page the web view loads (`index.html` for a web bundle).
+    public var launchAsset: Asset
+    public var assets: [Asset]
+    public var metadata: [String: String]
+
+    /// The launch asset and the others, in order.
+    public var allAssets: [Asset] { [launchAsset] + assets }
+
+    /// One file of an update. `key` is the file's path inside the bundle (this package's
+    /// publisher writes it so), which the client checks before writing anything.
+    public struct Asset: Sendable, Hashable {
+        public var key: String
+        /// base64url SHA-256 of the bytes, without padding.
+        public var hash: String?
+        public var contentType: String
+        public var fileExtension: String?
+        public var url: String
+
+        public init(key: String, hash: String?, contentType: String, fileExtension: String? = nil, url: String) {
+            self.key = key
+            self.hash = hash
+            self.contentType = contentType
+            self.fileExtension = fileExtension
+            self.url = url
+        }
+    }
+
+    /// Reads a manifest body.
+    /// - Throws: `DeployError.badManifest` naming the first field that is missing or of the wrong type.
+    public init(json bytes: [UInt8]) throws(DeployError) {
+        let value: StateValue
+        do { value = try StateValue(jsonUTF8: bytes) } catch { throw .badManifest("not JSON: \(error)") }
+        guard let object = value.objectValue else { throw .badManifest("a JSON \(value.kindName), not an object") }
+        func string(_ key: String, in object: StateObject, _ what: String) throws(DeployError) -> String {
+            guard let text = object[key]?.stringValue else { throw .badManifest("\(what) has no string \"\(key)\"") }
+            return text
+        }
+        func asset(_ value: StateValue, _ what: String) throws(DeployError) -> Asset {
+            guard let object = value.objectValue else { throw .badManifest("\(what) is not an object") }
+            return Asset(key: try string("key", in: object, what), hash: object["hash"]?.stringValue,
+                         contentType: try string("contentType", in: object, what),
+                         fileExtension: object["fileExtension"]?.stringValue, url: try string("url", in: object, what))
+        }
+        id = try string("id", in: object, "the manifest")
+        createdAt = try string("createdAt", in: object, "the manifest")
+        runtimeVersion = try string("runtimeVersion", in: object, "the manifest")
+        guard let launch = object["launchAsset"] else { throw .badManifest("the manifest has no \"launchAsset\"") }
+        launchAsset = try asset(launch, "launchAsset")
+        var assets: [Asset] = []
+        for (index, item) in (object["assets"]?.arrayValue ?? []).enumerated() { assets.append(try asset(item, "assets[\(index)]")) }
+        self.assets = assets
+        var metadata: [String: String] = [:]
+        for (key, value) in object["metadata"]?.objectValue ?? StateObject() { if let text = value.stringValue { metadata[key] = text } }
+        self.metadata = metadata
+    }
+
+    public init(id: String, createdAt: String, runtimeVersion: String, launchAsset: Asset, assets: [Asset], metadata: [String: String] = [:]) {
+        self.id = id
+        self.createdAt = createdAt
+        self.runtimeVersion = runtimeVersion
+        self.launchAsset = launchAsset
+        self.assets = assets
+        self.metadata = metadata
+    }
+
+    /// The manifest as JSON, as the publisher writes it.
+    public var json: StateValue {
+        func asset(_ asset: Asset) -> StateValue {
+            var object: StateObject = ["key": .string(asset.key), "contentType": .string(asset.contentType), "url": .string(asset.url)]
+            if let hash = asset.hash { object["hash"] = .string(hash) }
+            if let fileExtension = asset.fileExtension { object["fileExtension"] = .string(fileExtension) }
+            return .object(object)
+        }
+        var metadataObject = StateObject()
+        for (key, value) in metadata.sorted(by: { $0.key < $1.key }) { metadataObject[key] = .string(value) }
+        return ["id": .string(id), "createdAt": .string(createdAt), "runtimeVersion": .string(runtimeVersion),
+                "launchAsset": asset(launchAsset), "assets": .array(assets.map(asset)), "metadata": .object(metadataObject),
+                "extra": .emptyObject]
+    }
+}
+
+/// What a server said to a manifest request.
+public enum ManifestAnswer: Sendable, Hashable {
+    /// A newer update to offer, with the extra headers each asset's request must carry.
+    case update(UpdateManifest, assetHeaders: [String: [String: String]])
+    /// The `noUpdateAvailable` directive, a 204, or an empty multipart body.
+    case noUpdateAvailable
+    /// The `rollBackToEmbedded` directive: go back to the bundle the app shipped with.
+    case rollBackToEmbedded
+}
+
+extension ManifestAnswer {
+    /// Reads a manifest response of either shape the protocol allows: a JSON manifest, or
+    /// `multipart/mixed` with `manifest`, `extensions` and `directive` parts (found by their
+    /// `name`, in any order; unknown parts and directive types are ignored).
+    init(status: Int, contentType: String?, body: [UInt8]) throws(DeployError) {
+        if status == 204 { self = .noUpdateAvailable; return }
+        let mediaType = contentType.map(MediaType.init) ?? MediaType("application/json")
+        switch mediaType.type {
+        case "application/json", "application/expo+json":
+            self = .update(try UpdateManifest(json: body), assetHeaders: [:])
+        case "multipart/mixed":
+            guard let boundary = mediaType.parameters["boundary"], !boundary.isEmpty else { throw .badManifest("multipart/mixed without a boundary") }
+            let parts = try Multipart.parts(of: body, boundary: boundary)
+            var manifest: UpdateManifest?
+            var assetHeaders: [String: [String: String]] = [:]
+            var directive: ManifestAnswer?
+            for part in parts {
+                switch part.name {
+                case "manifest": manifest = try UpdateManifest(json: part.body)
+                case "extensions":
+                    let value: StateValue
+                    do { value = try StateValue(jsonUTF8: part.body) } catch { throw .badManifest("the extensions part is not JSON: \(error)") }
+                    for (key, headers) in value["assetRequestHeaders"]?.objectValue ?? StateObject() {
+                        var map: [String: String] = [:]
+                        for (name, header) in headers.objectValue ?? StateObject() { if let text = header.stringValue { map[name] = text } }
+                        assetHeaders[key] = map
+                    }
+                case "directive":
+                    let value: StateValue
+                    do { value = try StateValue(jsonUTF8: part.body) } catch { throw .badManifest("the directive part is not JSON: \(error)") }
+                    switch value["type"]?.stringValue {
+                    case "noUpdateAvailable": directive = .noUpdateAvailable
+                    case "rollBackToEmbedded": directive = .rollBackToEmbedded
+                    default: break
+                    }
+                default: break
+                }
+            }
+            if let manifest { self = .update(manifest, assetHeaders: assetHeaders) } else { self = directive ?? .noUpdateAvailable }
+        default:
+            throw .badManifest("the answer is \(mediaType.type), not JSON or multipart/mixed")
+        }
+    }
+}
+
+/// A `Content-Type` value: its lowercased type and its parameters.
+struct MediaType {
+    var type: String
+    var parameters: [String: String] = [:]
+
+    init(_ text: String) {
+        let pieces = text.split(separator: ";", omittingEmptySubsequences: false)
+        type = pieces.first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        for piece in pieces.dropFirst() {
+            let pair = piece.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2 else { continue }
+            var value = pair[1].trimmingCharacters(in: .whitespaces)
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            parameters[pair[0].trimmingCharacters(in: .whitespaces).lowercased()] = value
+        }
+    }
+}
+
+/// RFC 2046 `multipart/mixed`, as much as manifest responses need.
+enum Multipart {
+    struct Part {
+        var headers: [String: String]
+        var body: [UInt8]
+        /// The `name` parameter of `content-disposition`, whatever its disposition type.
+        var name: String? { headers["content-disposition"].map(MediaType.init)?.parameters["name"] }
+    }
+
+    static func parts(of body: [UInt8], boundary: String) throws(DeployError) -> [Part] {
+        let delimiter = Array("--\(boundary)".utf8)
+        var positions: [Int] = []
+        var index = 0
+        while let found = find(delimiter, in: body, from: index) {
+            // A delimiter starts the body or follows a line break.
+            if found == 0 || (found >= 1 && body[found - 1] == UInt8(ascii: "\n")) { positions.append(found) }
+            index = found + delimiter.count
+        }
+        guard !positions.isEmpty else {
+            if body.allSatisfy({ $0 == 0x20 || $0 == 0x0D || $0 == 0x0A || $0 == 0x09 }) { return [] }
+            throw .badManifest("the multipart body has no boundary line")
+        }
+        var parts: [Part] = []
+        for (number, start) in positions.enumerated() {
+            var cursor = start + delimiter.count
+            if body[cursor...].starts(with: Array("--".utf8)) { break } // the close delimiter
+            guard number + 1 < positions.count else { throw .badManifest("the multipart body is cut short (no closing boundary)") }
+            // Skip the rest of the boundary line.
+            guard let lineEnd = find(Array("\n".utf8), in: body, from: cursor) else { throw .badManifest("a multipart boundary line never ends") }
+            cursor = lineEnd + 1
+            var end = positions[number + 1]
+            // The line break before the next delimiter belongs to it.
+            if end > cursor, body[end - 1] == UInt8(ascii: "\n") { end -= 1 }
+            if end > cursor, body[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+            var headers: [String: String] = [:]
+            while cursor < end {
+                guard let next = find(Array("\n".utf8), in: body, from: cursor), next <= end else { break }
+                var line = body[cursor..<next]
+                if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
+                cursor = next + 1
+                if line.isEmpty { break }
+                let text = String(decoding: line, as: UTF8.self)
+                if let colon = text.firstIndex(of: ":") {
+                    headers[text[..<colon].trimmingCharacters(in: .whitespaces).lowercased()] = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                }
+            }
+            parts.append(Part(headers: headers, body: cursor < end ? Array(body[cursor..<end]) : []))
+        }
+        return parts
+    }
+
+    private static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {
+        guard !needle.isEmpty, haystack.count >= needle.count, start <= haystack.count - needle.count else { return nil }
+        var index = start
+        let first = needle[0]
+        while index <= haystack.count - needle.count {
+            if haystack[index] == first, haystack[index..<(index + needle.count)].elementsEqual(needle) { return index }
+            index += 1
+        }
+        return nil
+    }
+}
