@@ -43,7 +43,7 @@ let package = Package(
         // Web bundles shipped into app installs over Expo Updates v1, every transition an event.
         .target(name: "Deploys", dependencies: ["EventLog", "HTTPFetch", "CCrypto"]),
         // The botmessages demo app: its effects, properties, sample data and URL routes.
-        .target(name: "DemoMessenger", dependencies: ["Effects", "Objects", "UpdatePrompts"]),
+        .target(name: "DemoMessenger", dependencies: ["Effects", "Objects", "UpdatePrompts", "Deploys"]),
         // Test support: temporary stores with hand-moved clocks, reusable checkers.
         .target(name: "EventLogTesting", dependencies: ["EventLog"]),
         // The `eventlog` commands: a pure parser and a runner, testable in-process.
@@ -79,8 +79,9 @@ let package = Package(
         // Servers the tests start on loopback: real HTTP, no mocks.
         .target(name: "LoopbackServer", path: "Tests/LoopbackServer", exclude: ["fixture_server.py"]),
         .testTarget(name: "UpdatePromptsTests", dependencies: ["UpdatePrompts", "EventLog", "EventLogTesting", "LoopbackServer"]),
+        .testTarget(name: "DeploysTests", dependencies: ["Deploys", "EventLog", "EventLogTesting", "LoopbackServer"]),
         .testTarget(name: "DemoMessengerTests", dependencies: ["DemoMessenger", "Effects", "EventLog", "EventLogTesting"]),
-        .testTarget(name: "EventLogCLITests", dependencies: ["EventLogCLI", "EventLog", "EventLogTesting"], exclude: ["Fixtures"]),
+        .testTarget(name: "EventLogCLITests", dependencies: ["EventLogCLI", "EventLog", "EventLogTesting", "LoopbackServer"], exclude: ["Fixtures"]),
         .testTarget(name: "EventLogBenchmarksTests", dependencies: ["EventLogBenchmarks"]),
     ]
 )

@@ -27,6 +27,7 @@ import secrets
 import socket
 import stat
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -347,6 +348,7 @@ def main():
     parser.add_argument("--port", type=int, default=0, help="0 binds a free port")
     parser.add_argument("--rate", type=int, default=0, help="throttle asset bodies to this many bytes a second")
     parser.add_argument("--verbose", action="store_true", help="log each request on stderr")
+    parser.add_argument("--exit-with-parent", action="store_true", help="stop when the process that started it ends (for tests)")
     args = parser.parse_args()
     if not os.path.isdir(args.dir):
         parser.error("--dir %s is not a directory" % args.dir)
@@ -361,6 +363,15 @@ def main():
     server.verbose = args.verbose
     host, port = server.server_address[:2]
     shown = "[%s]" % host if ":" in host else host
+    if args.exit_with_parent:
+        parent = os.getppid()
+
+        def watch_parent():
+            while os.getppid() == parent:
+                time.sleep(0.5)
+            os._exit(0)
+
+        threading.Thread(target=watch_parent, daemon=True).start()
     sys.stdout.write("listening on http://%s:%d\n" % (shown, port))
     sys.stdout.flush()
     try:

@@ -65,7 +65,7 @@ let readSteps = [("replay", ["replay", "replay.state"]), ("snapshot.random", ["s
                  ("bisect.where", ["bisect.where"]), ("verify", ["verify"]), ("storage", ["storage"])]
 let objectScenarios = ["objects.create", "objects.update", "objects.delete", "objects.replay", "objects.fetch"]
 let allScenarios = ["append.durable.single"] + batchRuns.map(\.name) + ["append.concurrent"] + objectScenarios
-    + readSteps.flatMap(\.1) + ["import.jsonl"]
+    + readSteps.flatMap(\.1) + ["import.jsonl", "deploy.download"]
 let filter = only
 func wanted(_ name: String) -> Bool { filter.map { name.contains($0) } ?? true }
 if let filter, !allScenarios.contains(where: wanted) {
@@ -88,7 +88,7 @@ var peakMemory = PeakMemory()
 }
 do {
     // Found before any step runs, so that a missing binary fails a full run at its start.
-    let eventlogBinary = wanted("import.jsonl") ? try Scenarios.eventlogBinary() : nil
+    let eventlogBinary = wanted("import.jsonl") || wanted("deploy.download") ? try Scenarios.eventlogBinary() : nil
     try step("append.durable.single") {
         [try Scenarios.append(name: "append.durable.single", summary: "one event per durable commit",
                               events: sizes.singleCommits, batch: 1, fast: false, only: subject)]
@@ -123,6 +123,7 @@ do {
     }
     if let eventlogBinary {
         try step("import.jsonl") { [try Scenarios.importJSONLines(events: sizes.importEvents, binary: eventlogBinary)] }
+        try step("deploy.download") { [try Scenarios.deployDownload(megabytes: sizes.deployMegabytes, files: sizes.deployFiles, binary: eventlogBinary)] }
     }
 } catch {
     FileHandle.standardError.write(Data("Error: \(error)\n".utf8))

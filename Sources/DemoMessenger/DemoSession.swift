@@ -1,6 +1,7 @@
 import Effects
 import EventLog
 import Foundation
+import Deploys
 import Objects
 import UpdatePrompts
 
@@ -11,7 +12,8 @@ import UpdatePrompts
 /// It exercises every outcome: guards skipping unknown ids, no-op clears, scrolls that wait
 /// for their list and are released by a swipe back, interrupted by a newer plan, or time out.
 /// Between plans, the bots publish, read and delete blog posts through the object store, and
-/// the app checks the App Store for updates (`promptMoments`).
+/// the app checks the App Store for updates (`promptMoments`) and takes web bundle deploys
+/// (`DemoDeploys`).
 public struct DemoSession: Sendable {
     public var plans: Int
     public var seed: UInt64
@@ -30,14 +32,16 @@ public struct DemoSession: Sendable {
         public var cancelled = 0
         public var objectEvents = 0
         public var updateEvents = 0
+        public var deployEvents = 0
         public var firstSeq: UInt64 = 0
         public var lastSeq: UInt64 = 0
     }
 
-    /// Records the session into `engine` (with blog posts into `objects`, when given, and
-    /// update checks when `updatePrompts`), moving `clock` between actions as a person would.
+    /// Records the session into `engine` (with blog posts into `objects`, when given, update
+    /// checks when `updatePrompts`, and deploys through `deploys`), moving `clock` between
+    /// actions as a person would.
     public func record(into engine: EffectEngine<MessengerModel>, objects: ObjectStore? = nil, updatePrompts: Bool = false,
-                       clock: ManualClock) throws -> Summary {
+                       deploys: DemoDeploys? = nil, clock: ManualClock) throws -> Summary {
         var rng = SplitMix64(seed: seed)
         var summary = Summary()
         var waits = 0
@@ -56,6 +60,9 @@ public struct DemoSession: Sendable {
             clock.advance(microseconds: Int64.random(in: 400_000...3_000_000, using: &rng))
             if let objects, index % 8 == 4 {
                 summary.objectEvents += try blogActivity(objects, index: index / 8, rng: &rng)
+            }
+            if let deploys, index % 8 == 2 {
+                summary.deployEvents += try deploys.run(index / 8, store: engine.store, clock: clock)
             }
             if updatePrompts, index % 8 == 0 {
                 summary.updateEvents += try updateCheck(Self.promptMoments[index / 8 % Self.promptMoments.count], store: engine.store)

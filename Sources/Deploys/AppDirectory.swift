@@ -8,8 +8,8 @@ import Foundation
 ///     APP_DIR/updates/ID.partial/   a download in progress; never loaded
 ///     APP_DIR/holding -> updates/ID the downloaded update waiting to be installed
 ///     APP_DIR/working -> updates/ID what the web view loads (absent: the embedded bundle)
-///     APP_DIR/pending               {"update": ID, "previous": ID or null} while a new install
-///                                   awaits the app's confirmation of a good launch
+///     APP_DIR/pending               {"update": ID, "previous": ID or null, "launched": BOOL} while
+///                                   a new install awaits the app's confirmation of a good launch
 ///
 /// `holding` and `working` are symbolic links replaced with `rename(2)`; `pending` is written
 /// to a temporary file and renamed. The client creates everything here; it removes only
@@ -93,7 +93,7 @@ public struct AppDirectory: Sendable {
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let update = object["update"] as? String else {
             throw .filesystem("\(path)/pending is not a pending install")
         }
-        return PendingInstall(update: update, previous: object["previous"] as? String)
+        return PendingInstall(update: update, previous: object["previous"] as? String, launched: object["launched"] as? Bool ?? false)
     }
 
     func setPending(_ pending: PendingInstall?) throws(DeployError) {
@@ -101,7 +101,7 @@ public struct AppDirectory: Sendable {
             guard unlink(path + "/pending") == 0 || errno == ENOENT else { throw .filesystem("cannot remove \(path)/pending: \(String(cString: strerror(errno)))") }
             return try Files.syncDirectory(path)
         }
-        let object: [String: Any] = ["update": pending.update, "previous": pending.previous ?? NSNull()]
+        let object: [String: Any] = ["update": pending.update, "previous": pending.previous ?? NSNull(), "launched": pending.launched]
         let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
         try Files.writeAtomically(data, to: path + "/pending")
     }
@@ -192,6 +192,8 @@ public struct PendingInstall: Sendable, Hashable {
     public var update: String
     /// The update it replaced; `nil`: the embedded bundle.
     public var previous: String?
+    /// Whether the web view has loaded it: a launch that finds it still unconfirmed rolls back.
+    public var launched = false
 }
 
 /// Why a deploy step failed, in one line.

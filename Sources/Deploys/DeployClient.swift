@@ -235,7 +235,7 @@ public final class DeployClient: @unchecked Sendable {
         guard let update = try directory.target(of: AppDirectory.holding) else { return nil }
         try record(.willUpdateWorkingDirectory, ["updateId": .string(update)])
         installStepHook(.recordedWillUpdate)
-        let index = directory.updatePath(update) + "/" + (try directory.manifest(of: update).launchAsset.key)
+        let index = "updates/" + update + "/" + (try directory.manifest(of: update).launchAsset.key)
         do {
             let previous = try directory.target(of: AppDirectory.working)
             try directory.setPending(PendingInstall(update: update, previous: previous))
@@ -249,13 +249,19 @@ public final class DeployClient: @unchecked Sendable {
         installStepHook(.switchedWorking)
         try directory.removeLink(AppDirectory.holding) // if this fails, the next start finishes the install
         installStepHook(.removedHolding)
-        try record(.didUpdateWorkingDirectory, ["updateId": .string(update), "indexURL": .string(URL(fileURLWithPath: index).absoluteString)])
+        // Relative to the app directory, whose absolute path an app container may change.
+        try record(.didUpdateWorkingDirectory, ["updateId": .string(update), "indexURL": .string(index)])
         installStepHook(.recordedDidUpdate)
         return update
     }
 
     /// Reloads the web view on the working directory (records it; the app does the reload).
+    /// From here a pending install counts as launched.
     public func reload() throws {
+        if var pending = try directory.pending(), !pending.launched {
+            pending.launched = true
+            try directory.setPending(pending)
+        }
         try record(.didReloadWebView, ["updateId": StateValue(try directory.target(of: AppDirectory.working))])
     }
 
@@ -268,11 +274,11 @@ public final class DeployClient: @unchecked Sendable {
         try record(.launchConfirmed, ["updateId": .string(pending.update)])
     }
 
-    /// The app launches (Stork's `deliver`): an install still pending from the last launch
+    /// The app launches (Stork's `deliver`): an install launched before and still unconfirmed
     /// rolls back; an update waiting in holding is installed; then the launch behaviour runs.
     public func deliver() throws {
         try recover()
-        if let pending = try directory.pending() {
+        if let pending = try directory.pending(), pending.launched {
             try rollBack(to: pending.previous, reason: "update \(pending.update) was launched but the app never confirmed a good launch (confirmLaunch)",
                          rejectingUpdate: true)
         }

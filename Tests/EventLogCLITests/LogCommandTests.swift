@@ -160,7 +160,7 @@ import Testing
 
 @Suite struct ParsingTests {
     @Test(arguments: [
-        (["frob"], "Error: unknown command 'frob'; the commands are: info, log, show, snapshot, diff, verify, salvage, export, import, rebuild, open, routes, capture, demo, objects, update-check, replay, bisect\nUsage: eventlog <command> [arguments] [--db PATH] [--json]\n"),
+        (["frob"], "Error: unknown command 'frob'; the commands are: info, log, show, snapshot, diff, verify, salvage, export, import, rebuild, open, routes, capture, demo, objects, update-check, deploy, replay, bisect\nUsage: eventlog <command> [arguments] [--db PATH] [--json]\n"),
         (["log", "--bogus"], "Error: unknown option '--bogus' for 'log'\nUsage: eventlog log [--from N] [--to N] [--db PATH] [--json]\n"),
         (["log", "--from"], "Error: --from needs a value (N)\nUsage: eventlog log [--from N] [--to N] [--db PATH] [--json]\n"),
         (["show"], "Error: missing N\nUsage: eventlog show N [--db PATH] [--json]\n"),

@@ -21,8 +21,11 @@ public struct LMDBError: Error, Hashable, CustomStringConvertible {
 
     public var description: String {
         // LMDB reports a write that came up short, as on a full disk, as EIO.
-        code == EIO ? "\(message) (LMDB code \(code): a write failed or came up short; is the disk full?)"
-                    : "\(message) (LMDB code \(code))"
+        switch code {
+        case EIO: "\(message) (LMDB code \(code): a write failed or came up short; is the disk full?)"
+        case MDB_BAD_TXN: "\(message) (LMDB code \(code): a page read failed earlier in the transaction; the file is damaged)"
+        default: "\(message) (LMDB code \(code))"
+        }
     }
 
     /// `MDB_KEYEXIST`: the key/data pair already exists (or an `MDB_APPEND` key is out of order).
@@ -36,8 +39,14 @@ public struct LMDBError: Error, Hashable, CustomStringConvertible {
     /// `MDB_PAGE_NOTFOUND`: a page the tree names is not in the file.
     public static let pageNotFound = LMDBError(code: MDB_PAGE_NOTFOUND)
 
-    /// Whether LMDB found its own file damaged (`MDB_CORRUPTED`, `MDB_PAGE_NOTFOUND`).
-    public var isDamage: Bool { self == .corrupted || self == .pageNotFound }
+    /// `MDB_BAD_TXN`: the transaction met an error earlier and can only be aborted.
+    public static let badTransaction = LMDBError(code: MDB_BAD_TXN)
+
+    /// Whether LMDB found its own file damaged (`MDB_CORRUPTED`, `MDB_PAGE_NOTFOUND`), or
+    /// reports a transaction it failed earlier (`MDB_BAD_TXN`): this code never uses a
+    /// transaction past an error, and a meta page naming too few pages makes LMDB fail a page
+    /// read silently and answer the next call so.
+    public var isDamage: Bool { self == .corrupted || self == .pageNotFound || self == .badTransaction }
     /// `MDB_VERSION_MISMATCH`: the environment was written by an incompatible LMDB version.
     public static let versionMismatch = LMDBError(code: MDB_VERSION_MISMATCH)
     /// `MDB_INVALID`: the file is not an LMDB file.

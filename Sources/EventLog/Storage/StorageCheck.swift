@@ -29,6 +29,13 @@ enum StorageCheck {
         let fd = open(path, O_RDONLY | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
+        // Another process creating the database leaves the file empty for a moment, until
+        // LMDB writes its meta pages: an empty file is damage only once it stays empty.
+        var waits = 0
+        while info.st_size == 0, waits < 20, fstat(fd, &info) == 0, info.st_size == 0 {
+            usleep(50_000)
+            waits += 1
+        }
         let size = Int(info.st_size)
         guard size > 0 else { throw Damage("\(path) is empty (0 bytes): the log it held is gone") }
         let metas = [Meta(fd: fd, page: 0, pageSize: nil), Meta(fd: fd, page: 1, pageSize: Meta(fd: fd, page: 0, pageSize: nil)?.pageSize)]

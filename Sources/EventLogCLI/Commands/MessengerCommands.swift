@@ -126,7 +126,9 @@ enum MessengerCommands {
             skipping unknown ids, no-op clears, and scrolls that wait, time out or are interrupted;
             between them the bots publish, read and delete BlogPost objects, and the app checks the
             App Store for updates: optional prompts declined up to the cap, the store down once, an
-            update resetting the count, a forced prompt that comes back after "Update".
+            update resetting the count, a forced prompt that comes back after "Update"; and web bundles
+            are deployed: good updates installed and confirmed, a corrupted asset refused, an update
+            launched and never confirmed rolled back (in PATH.deploy-demo, removed at the end).
             Its clock is simulated from 2026-01-05T09:00:00Z, so the same --seed records the same bytes.
             Refuses a database that holds events unless --force.
             """,
@@ -156,11 +158,19 @@ enum MessengerCommands {
         }
         // Simulated time from a fixed start, so that the same seed records the same bytes.
         let clock = ManualClock(start: MessengerCommands.demoStart, stepMicroseconds: 12_000)
+        // The deploys' server and app directories, next to the database for the length of the demo.
+        let deployDirectory = path + ".deploy-demo"
+        guard mkdir(deployDirectory, 0o755) == 0 else {
+            throw CLIError.badInput("cannot create \(deployDirectory) for the demo's deploys: \(String(cString: strerror(errno)))"
+                                    + (errno == EEXIST ? " (left by an interrupted demo? remove it)" : ""))
+        }
+        defer { try? FileManager.default.removeItem(atPath: deployDirectory) }
         let summary = try attempt(writingTo: context.databasePath) {
             let store = try context.openStore(writable: true, clock: clock.clock)
             let first = try store.lastSeq() + 1
             let engine = try EffectEngine(store: store, model: MessengerModel(regression: regression))
-            var summary = try DemoSession(plans: plans, seed: seed).record(into: engine, objects: try ObjectStore(store: store), updatePrompts: true, clock: clock)
+            var summary = try DemoSession(plans: plans, seed: seed).record(into: engine, objects: try ObjectStore(store: store), updatePrompts: true,
+                                                                           deploys: DemoDeploys(directory: deployDirectory), clock: clock)
             summary.firstSeq = first // include the initial state the engine records
             return summary
         }
@@ -168,11 +178,11 @@ enum MessengerCommands {
             context.printJSON(["applied": .int(Int64(summary.applied)), "cancelled": .int(Int64(summary.cancelled)),
                                "database": .string(path), "events": .int(Int64(summary.events)),
                                "firstSeq": .int(Int64(summary.firstSeq)), "lastSeq": .int(Int64(summary.lastSeq)),
-                               "objectEvents": .int(Int64(summary.objectEvents)), "updateEvents": .int(Int64(summary.updateEvents)),
+                               "objectEvents": .int(Int64(summary.objectEvents)), "updateEvents": .int(Int64(summary.updateEvents)), "deployEvents": .int(Int64(summary.deployEvents)),
                                "plans": .int(Int64(summary.plans)), "skipped": .int(Int64(summary.skipped))])
         } else {
             context.console.line("recorded \(summary.plans) plans into \(path) as events \(summary.firstSeq)…\(summary.lastSeq):")
-            context.console.line("  \(summary.applied) applied, \(summary.skipped) skipped, \(summary.cancelled) cancelled; \(summary.objectEvents) BlogPost saves and deletes; \(summary.updateEvents) update-check events"
+            context.console.line("  \(summary.applied) applied, \(summary.skipped) skipped, \(summary.cancelled) cancelled; \(summary.objectEvents) BlogPost saves and deletes; \(summary.updateEvents) update-check events; \(summary.deployEvents) deploy events"
                 + (regression.map { "; regression \($0.rawValue) on" } ?? ""))
         }
         return .ok

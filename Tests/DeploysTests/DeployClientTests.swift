@@ -1,0 +1,156 @@
+@testable import Deploys
+import EventLog
+import EventLogTesting
+import Foundation
+import Testing
+
+struct DeployClientTests {
+    @Test func launchByDefaultChecksDownloadsInstallsAndReloads() throws {
+        let harness = try DeployHarness()
+        try harness.publish(["index.html": "<h1>one</h1>", "js/app.js": "go()"], id: "update-1")
+        try harness.client().deliver()
+        #expect(try harness.transitions(after: 0) == ["checkStarted", "newDeployAvailable", "downloadProgress", "downloaded",
+                                                      "willUpdateWorkingDirectory", "didUpdateWorkingDirectory", "didReloadWebView"])
+        #expect(harness.workingFile() == "<h1>one</h1>")
+        #expect(harness.workingFile("js/app.js") == "go()")
+        #expect(try harness.deploy("workingUpdate") == "update-1")
+        #expect(try harness.deploy("pendingUpdate") == "update-1")
+        #expect(try harness.deploy("phase") == "launched")
+        let did = try #require(try harness.store.record(6))
+        #expect(did.event.payload["indexURL"] == "updates/update-1/index.html")
+        let report = try harness.expectReplayAgrees()
+        #expect(report.divergence == nil)
+        #expect(report.streams["deploy"]?.recomputed == 7)
+    }
+
+    @Test func manualCallsStepThroughTheLifecycle() throws {
+        let harness = try DeployHarness()
+        let client = try harness.client()
+        try harness.publish(["index.html": "one"], id: "u1")
+        #expect(try client.check()?.id == "u1")
+        #expect(harness.workingFile() == nil)
+        #expect(try client.download() == "u1")
+        #expect(try client.directory.target(of: AppDirectory.holding) == "u1")
+        #expect(harness.workingFile() == nil, "a download must not touch working")
+        #expect(try client.install() == "u1")
+        #expect(harness.workingFile() == "one")
+        #expect(try client.directory.target(of: AppDirectory.holding) == nil)
+        try client.confirmLaunch()
+        #expect(try client.directory.pending() == nil)
+        #expect(try harness.deploy("phase") == "confirmed")
+        #expect(throws: DeployError.self) { try client.confirmLaunch() }
+        // Nothing new: the server answers noUpdateAvailable for the update the app runs.
+        let before = try harness.store.lastSeq()
+        #expect(try client.check() == nil)
+        #expect(try harness.transitions(after: before) == ["checkStarted", "noNewDeploy"])
+        #expect(try harness.store.record(before + 2)?.event.payload["reason"] == "noUpdateAvailable")
+        #expect(try client.install() == nil)
+        #expect(try harness.expectReplayAgrees().divergence == nil)
+    }
+
+    @Test func downloadNewDeployInstallsAtTheNextLaunch() throws {
+        let harness = try DeployHarness()
+        let client = try harness.client()
+        client.launchBehavior = .downloadNewDeploy
+        try harness.publish(["index.html": "one"], id: "u1")
+        try client.deliver()
+        #expect(harness.workingFile() == nil)
+        #expect(try client.directory.target(of: AppDirectory.holding) == "u1")
+        try client.deliver()
+        #expect(harness.workingFile() == "one")
+        #expect(try harness.deploy("phase") != "rolledBack")
+    }
+
+    @Test func theForegroundChecksOnceADay() throws {
+        let harness = try DeployHarness()
+        let client = try harness.client()
+        try harness.publish(["index.html": "one"], id: "u1")
+        try client.enterForeground()
+        #expect(try harness.transitions(after: 0) == ["checkStarted", "newDeployAvailable"])
+        try client.enterForeground()
+        #expect(try harness.store.lastSeq() == 2, "a second foreground within a day checked again")
+        harness.temporary.clock.advance(microseconds: 86_400_000_000)
+        try client.enterForeground()
+        #expect(try harness.transitions(after: 2) == ["checkStarted", "newDeployAvailable"])
+        #expect(harness.workingFile() == nil, "checkNewDeploy must not install")
+    }
+
+    @Test func anUpdateForAnotherRuntimeIsNeverOffered() throws {
+        let harness = try DeployHarness()
+        try harness.publish(["index.html": "for two"], id: "u2", runtime: "2.0")
+        let client = try harness.client(runtime: "1.0")
+        try client.deliver()
+        #expect(try harness.transitions(after: 0) == ["checkStarted", "checkFailed"])
+        #expect(try harness.deploy("lastError")?.stringValue?.contains("HTTP 404") == true)
+        // A server that sends another runtime's manifest anyway is refused by the client.
+        try FileManager.default.createDirectory(atPath: harness.serverDirectory + "/updates/1.0", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: harness.serverDirectory + "/updates/2.0/u2.json", toPath: harness.serverDirectory + "/updates/1.0/u2.json")
+        try Data("u2\n".utf8).write(to: URL(fileURLWithPath: harness.serverDirectory + "/updates/1.0/current"))
+        #expect(try client.check() == nil)
+        #expect(try harness.deploy("lastError") == "update u2 is for runtime version 2.0, this app runs 1.0")
+        #expect(harness.workingFile() == nil)
+    }
+
+    @Test func rollBackToEmbeddedLeavesTheShippedBundle() throws {
+        let harness = try DeployHarness()
+        let client = try harness.client()
+        try harness.publish(["index.html": "one"], id: "u1")
+        try client.deliver()
+        try client.confirmLaunch()
+        try Data("rollBackToEmbedded\n".utf8).write(to: URL(fileURLWithPath: harness.serverDirectory + "/updates/1.0/current"))
+        #expect(try client.check() == nil)
+        #expect(try harness.deploy("phase") == "rolledBack")
+        #expect(try harness.deploy("workingUpdate") == nil)
+        #expect(try harness.deploy("lastError") == "the server sent rollBackToEmbedded")
+        #expect(harness.workingFile() == nil)
+    }
+
+    @Test func aLaunchNeverConfirmedRollsBackAndSaysWhy() throws {
+        let harness = try DeployHarness()
+        let client = try harness.client()
+        try harness.publish(["index.html": "one"], id: "u1")
+        try client.deliver()
+        try client.confirmLaunch()
+        try harness.publish(["index.html": "two"], id: "u2")
+        try client.deliver()
+        #expect(harness.workingFile() == "two")
+        // The app crashed before confirming: the next launch rolls back, and never reinstalls u2.
+        let before = try harness.store.lastSeq()
+        try client.deliver()
+        #expect(harness.workingFile() == "one")
+        let types = try harness.transitions(after: before)
+        #expect(types == ["rolledBack", "checkStarted", "noNewDeploy"])
+        let rolledBack = try #require(try harness.store.record(before + 1))
+        #expect(rolledBack.event.payload["reason"] == "update u2 was launched but the app never confirmed a good launch (confirmLaunch)")
+        #expect(rolledBack.event.payload["to"] == "u1")
+        #expect(try harness.store.record(before + 3)?.event.payload["reason"] == "rolledBackBefore")
+        let found = try harness.store.firstEvent(where: try StatePredicate(parsing: #"deploy.phase == "rolledBack""#))
+        #expect(found.firstBad == before + 1)
+        #expect(try harness.expectReplayAgrees().divergence == nil)
+    }
+
+    @Test func progressIsBoundedAndIncreasing() throws {
+        let harness = try DeployHarness()
+        var files = ["index.html": "start"]
+        for index in 0..<200 { files["assets/file-\(index).txt"] = String(repeating: "x", count: 1_000 + index) }
+        try harness.publish(files, id: "many")
+        try harness.client().download()
+        var percents: [Int64] = []
+        try harness.store.forEachRecord { record in
+            if record.event.type == "downloadProgress" { percents.append(record.event.payload["percent"]!.intValue!) }
+            return true
+        }
+        #expect(percents.count <= 19)
+        #expect(percents.count >= 10)
+        #expect(percents == percents.sorted() && Set(percents).count == percents.count)
+        #expect(percents.allSatisfy { $0 % DeployClient.progressStep == 0 && $0 > 0 && $0 < 100 })
+        #expect(try harness.deploy("phase") == "downloaded")
+    }
+
+    @Test func aLocalDirectoryServesTheSameUpdates() throws {
+        let harness = try DeployHarness(serve: false)
+        try harness.publish(["index.html": "offline"], id: "u1")
+        try harness.client(overHTTP: false).deliver()
+        #expect(harness.workingFile() == "offline")
+    }
+}

@@ -1,0 +1,70 @@
+@testable import Deploys
+import EventLog
+import EventLogTesting
+import Foundation
+import LoopbackServer
+
+/// A log, an app directory, a server directory and (when asked) the update server on loopback.
+final class DeployHarness {
+    let temporary: TemporaryEventStore
+    let root = TemporaryDirectory("deploys")
+    private(set) var server: LoopbackServer?
+    var store: EventStore { temporary.store }
+    var serverDirectory: String { root.file("server") }
+    var appDirectory: String { root.file("app") }
+    var manifestURL: URL { server!.url.appendingPathComponent("manifest") }
+
+    init(serve: Bool = true) throws {
+        temporary = try TemporaryEventStore(stepMicroseconds: 1_000)
+        try FileManager.default.createDirectory(atPath: root.file("server"), withIntermediateDirectories: true)
+        if serve { try startServer() }
+    }
+
+    func startServer(rate: Int? = nil) throws {
+        server = try LoopbackServer(script: LoopbackServer.toolsDirectory.appendingPathComponent("update-server.py"),
+                                    arguments: ["--dir", serverDirectory, "--exit-with-parent"] + (rate.map { ["--rate", String($0)] } ?? []))
+    }
+
+    /// Writes a bundle of `files` (path: content) and publishes it.
+    @discardableResult
+    func publish(_ files: [String: String], id: String, runtime: String = "1.0") throws -> UpdateManifest {
+        let bundle = root.file("bundle-\(id)")
+        for (path, content) in files {
+            let file = bundle + "/" + path
+            try FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try Data(content.utf8).write(to: URL(fileURLWithPath: file))
+        }
+        return try DeployPublisher(serverDirectory: serverDirectory).publish(bundle: bundle, runtimeVersion: runtime, id: id)
+    }
+
+    func client(runtime: String = "1.0", overHTTP: Bool = true) throws -> DeployClient {
+        let client = DeployClient(store: store, directory: try AppDirectory(path: appDirectory),
+                                  source: overHTTP ? .server(manifestURL) : .directory(serverDirectory),
+                                  target: try DeployTarget(runtimeVersion: runtime))
+        client.timeout = 10
+        return client
+    }
+
+    /// The types of the events after `seq`.
+    func transitions(after seq: UInt64) throws -> [String] {
+        var types: [String] = []
+        try store.forEachRecord(from: seq + 1) { types.append($0.event.type); return true }
+        return types
+    }
+
+    func deploy(_ key: String) throws -> StateValue? { try store.currentState[DeployRules.path(key)] }
+
+    /// What the web view would load now.
+    func workingFile(_ path: String = "index.html") -> String? {
+        try? String(contentsOfFile: appDirectory + "/working/" + path, encoding: .utf8)
+    }
+
+    /// Every entry of the app directory, for "nothing changed" checks.
+    func appDirectoryListing() -> [String] {
+        (FileManager.default.subpaths(atPath: appDirectory) ?? []).sorted()
+    }
+
+    func expectReplayAgrees() throws -> ReplayReport {
+        try store.replay(through: DeployProjection(), verify: true)
+    }
+}

@@ -1,0 +1,143 @@
+@testable import Deploys
+import EventLog
+import EventLogTesting
+import Foundation
+import LoopbackServer
+import Testing
+
+/// Every refused update is a recorded failure with a one-line reason, and working is untouched.
+struct DeployRefusalTests {
+    /// Installs u1 and confirms it, so that refusals have a working bundle to leave alone.
+    static func installed() throws -> (DeployHarness, DeployClient) {
+        let harness = try DeployHarness()
+        let client = try harness.client()
+        try harness.publish(["index.html": "one"], id: "u1")
+        try client.deliver()
+        try client.confirmLaunch()
+        return (harness, client)
+    }
+
+    /// Runs `body` (which publishes or breaks something), downloads, and checks the failure.
+    static func expectRefused(_ transition: String, reason: String, _ body: (DeployHarness) throws -> Void) throws {
+        let (harness, client) = try installed()
+        try body(harness)
+        let before = try harness.store.lastSeq()
+        let listing = harness.appDirectoryListing()
+        #expect(try client.download() == nil)
+        let last = try #require(try harness.store.record(try harness.store.lastSeq()))
+        #expect(last.event.type == transition)
+        let recorded = last.event.payload["reason"]?.stringValue ?? ""
+        #expect(recorded.contains(reason), "\(recorded)")
+        #expect(!recorded.contains("\n"))
+        #expect(harness.workingFile() == "one")
+        #expect(try client.directory.target(of: AppDirectory.holding) == nil)
+        #expect(harness.appDirectoryListing() == listing, "a refused update left files behind")
+        #expect(try harness.store.lastSeq() > before)
+        #expect(try harness.expectReplayAgrees().divergence == nil)
+    }
+
+    @Test func aCorruptedAssetIsRefused() throws {
+        try Self.expectRefused("integrityFailed", reason: "asset js/app.js: its SHA-256 is") { harness in
+            let manifest = try harness.publish(["index.html": "two", "js/app.js": "good()"], id: "u2")
+            let asset = manifest.assets.first { $0.key == "js/app.js" }!
+            try Data("evil()".utf8).write(to: URL(fileURLWithPath: harness.serverDirectory + asset.url))
+        }
+    }
+
+    @Test("asset keys that escape the update's directory are refused before anything is written",
+          arguments: ["../escape.js", "/etc/passwd", "a/../../b.js", "./x.js", "a//b.js", "a\\..\\b.js"])
+    func escapingKeys(_ key: String) throws {
+        try Self.expectRefused("checkFailed", reason: "escapes the update's directory") { harness in
+            let manifest = try harness.publish(["index.html": "two", "x.js": "x"], id: "u2")
+            var json = manifest.json
+            try json.set(.string(key), at: "assets[0].key")
+            try Data(json.json().utf8).write(to: URL(fileURLWithPath: harness.serverDirectory + "/updates/1.0/u2.json"))
+        }
+    }
+
+    @Test func aWrongContentTypeIsRefused() throws {
+        try Self.expectRefused("downloadFailed", reason: "came as text/plain, the manifest says application/javascript") { harness in
+            let manifest = try harness.publish(["index.html": "two", "app.js": "go()"], id: "u2")
+            let asset = manifest.assets[0]
+            try Data("text/plain\n".utf8).write(to: URL(fileURLWithPath: harness.serverDirectory + asset.url + ".type"))
+        }
+    }
+
+    @Test func aMissingAssetIsRefused() throws {
+        try Self.expectRefused("downloadFailed", reason: "HTTP 404 for asset app.js") { harness in
+            let manifest = try harness.publish(["index.html": "two", "app.js": "go()"], id: "u2")
+            try FileManager.default.removeItem(atPath: harness.serverDirectory + manifest.assets[0].url)
+        }
+    }
+
+    @Test func anAssetWithoutAHashIsRefused() throws {
+        try Self.expectRefused("checkFailed", reason: "has no hash to check it against") { harness in
+            let manifest = try harness.publish(["index.html": "two", "x.js": "x"], id: "u2")
+            var json = manifest.json
+            try json.set(nil, at: "assets[0].hash")
+            try Data(json.json().utf8).write(to: URL(fileURLWithPath: harness.serverDirectory + "/updates/1.0/u2.json"))
+        }
+    }
+
+    @Test func aServerThatIsDownIsACheckFailure() throws {
+        let (harness, client) = try Self.installed()
+        harness.server?.kill()
+        #expect(try client.check() == nil)
+        #expect(try harness.deploy("phase") == "checkFailed")
+        #expect(try harness.deploy("lastError")?.stringValue?.contains("cannot connect") == true)
+        #expect(harness.workingFile() == "one")
+    }
+
+    @Test func aServerKilledMidDownloadLeavesWorkingWhole() throws {
+        let harness = try DeployHarness(serve: false)
+        try harness.startServer(rate: 200_000)
+        let client = try harness.client()
+        try harness.publish(["index.html": "one"], id: "u1")
+        try client.deliver()
+        try client.confirmLaunch()
+        try harness.publish(["index.html": "two", "big.bin": String(repeating: "b", count: 2_000_000)], id: "u2")
+        #expect(try client.check()?.id == "u2")
+        let server = harness.server!
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1) { server.kill() }
+        #expect(try client.download() == nil)
+        #expect(try harness.deploy("phase") == "downloadFailed")
+        let reason = try harness.deploy("lastError")?.stringValue ?? ""
+        #expect(reason.contains("big.bin"), "\(reason)")
+        #expect(harness.workingFile() == "one")
+        #expect(!FileManager.default.fileExists(atPath: harness.appDirectory + "/updates/u2.partial"))
+        #expect(!FileManager.default.fileExists(atPath: harness.appDirectory + "/updates/u2"))
+    }
+
+    @Test func aServerThatNeverAnswersTimesOut() throws {
+        let harness = try DeployHarness(serve: false)
+        let silent = try LoopbackServerForHang()
+        let client = DeployClient(store: harness.store, directory: try AppDirectory(path: harness.appDirectory),
+                                  source: .server(silent.url), target: try DeployTarget(runtimeVersion: "1.0"))
+        client.timeout = 1
+        #expect(try client.check() == nil)
+        #expect(try harness.deploy("lastError")?.stringValue?.contains("timed out") == true)
+    }
+
+    @Test func badManifestsAreCheckFailures() throws {
+        for (body, reason) in [("{", "not JSON"), ("[]", "not an object"), (#"{"id":"x"}"#, "no string \"createdAt\""),
+                               (#"{"id":"x","createdAt":"t","runtimeVersion":"1.0","launchAsset":7,"assets":[]}"#, "launchAsset is not an object")] {
+            let harness = try DeployHarness()
+            try FileManager.default.createDirectory(atPath: harness.serverDirectory + "/updates/1.0", withIntermediateDirectories: true)
+            try Data(body.utf8).write(to: URL(fileURLWithPath: harness.serverDirectory + "/updates/1.0/x.json"))
+            try Data("x\n".utf8).write(to: URL(fileURLWithPath: harness.serverDirectory + "/updates/1.0/current"))
+            // The server parses manifests it serves; the directory source hands them over as they are.
+            let client = try harness.client(overHTTP: false)
+            #expect(try client.check() == nil)
+            let error = try harness.deploy("lastError")?.stringValue ?? ""
+            #expect(error.contains(reason), "\(error)")
+        }
+    }
+}
+
+/// The fixture server's `/hang`, as a manifest URL.
+struct LoopbackServerForHang {
+    let directory = TemporaryDirectory("hang")
+    let server: LoopbackServer
+    var url: URL { server.url.appendingPathComponent("hang") }
+    init() throws { server = try LoopbackServer.fixtures(in: directory.path) }
+}

@@ -1,0 +1,130 @@
+import EventLog
+import EventLogTesting
+import Foundation
+import Testing
+
+/// `eventlog deploy` from the command line: publish, deliver, break, roll back; and a crash
+/// (SIGKILL) after every step of an install, recovered by the next command.
+struct DeployCommandTests {
+    let dir = TemporaryDirectory("deploy-cli")
+    var db: String { dir.file("log.lmdb") }
+    var server: String { dir.file("server") }
+    var app: String { dir.file("app") }
+
+    func bundle(_ name: String, _ index: String) throws -> String {
+        let path = dir.file(name)
+        try FileManager.default.createDirectory(atPath: path + "/css", withIntermediateDirectories: true)
+        try Data(index.utf8).write(to: URL(fileURLWithPath: path + "/index.html"))
+        try Data("body{}".utf8).write(to: URL(fileURLWithPath: path + "/css/site.css"))
+        return path
+    }
+
+    func deploy(_ action: String, _ extra: [String] = []) -> Outcome {
+        eventlog(["deploy", action, "--db", db, "--server", server, "--app-dir", app, "--runtime-version", "1.0"] + extra)
+    }
+
+    var working: String? { try? String(contentsOfFile: app + "/working/index.html", encoding: .utf8) }
+
+    @Test func publishDeliverConfirmAndStatus() throws {
+        let published = eventlog(["deploy", "publish", try bundle("v1", "one"), "--to", server, "--runtime-version", "1.0", "--id", "v1"])
+        #expect(published.code == 0, "\(published.err)")
+        #expect(published.out == "published update v1 for runtime version 1.0 into \(server): 2 assets\n")
+        let delivered = deploy("deliver")
+        #expect(delivered.code == 0, "\(delivered.err)")
+        #expect(delivered.out.contains("deploy/didReloadWebView(v1)"))
+        #expect(working == "one")
+        #expect(deploy("confirm").code == 0)
+        let status = eventlog(["deploy", "status", "--db", db, "--app-dir", app, "--runtime-version", "1.0", "--json"])
+        let json = try StateValue(json: status.out)
+        #expect(json["deploy.phase"] == "confirmed")
+        #expect(json["appDirectory.working"] == "v1")
+        #expect(json["appDirectory.pending"] == .null)
+        let replay = eventlog(["replay", "--verify", "--db", db])
+        #expect(replay.code == 0, "\(replay.out)")
+    }
+
+    @Test func refusalsExitOneAndLeaveWorkingAlone() throws {
+        _ = eventlog(["deploy", "publish", try bundle("v1", "one"), "--to", server, "--runtime-version", "1.0", "--id", "v1"])
+        _ = deploy("deliver")
+        _ = deploy("confirm")
+        let manifest = try StateValue(json: eventlog(["deploy", "publish", try bundle("v2", "two"), "--to", server, "--runtime-version", "1.0", "--id", "v2", "--json"]).out)
+        let url = try #require(manifest["launchAsset.url"]?.stringValue)
+        try Data("tampered".utf8).write(to: URL(fileURLWithPath: server + url))
+        let refused = deploy("deliver")
+        #expect(refused.code == 1)
+        #expect(refused.err.hasPrefix("Error: integrityFailed: asset index.html: its SHA-256 is "), "\(refused.err)")
+        #expect(working == "one")
+    }
+
+    @Test func theDemoRecordsADeployHistory() throws {
+        let demo = eventlog(["demo", "--db", db])
+        #expect(demo.code == 0, "\(demo.err)")
+        #expect(!FileManager.default.fileExists(atPath: db + ".deploy-demo"), "the demo left its deploy directories behind")
+        let bisect = try StateValue(json: eventlog(["bisect", "--db", db, "--where", #"deploy.phase == "rolledBack""#, "--json"]).out)
+        #expect(bisect["event.type"] == "rolledBack")
+        #expect(bisect["event.payload.from"] == "web-3")
+        let log = eventlog(["log", "--db", db]).out
+        #expect(log.contains("deploy/integrityFailed(web-2, asset js/app.js: its SHA-256 is "))
+        #expect(log.contains("deploy/noNewDeploy(rolledBackBefore, web-3)"))
+        let state = try StateValue(json: eventlog(["snapshot", "--db", db, "--json"]).out)
+        #expect(state["deploy.workingUpdate"] == "web-5")
+        #expect(state["deploy.phase"] == "confirmed")
+        // A directory left by an interrupted demo is not taken over.
+        try FileManager.default.createDirectory(atPath: dir.file("other.lmdb.deploy-demo"), withIntermediateDirectories: false)
+        let refused = eventlog(["demo", "--db", dir.file("other.lmdb")])
+        #expect(refused.code == 2)
+        #expect(refused.err.contains("left by an interrupted demo? remove it"))
+    }
+
+    @Test func badCommandLines() throws {
+        for (arguments, message) in [
+            (["deploy", "launch"], "unknown action 'launch'; the actions are check, download, install, deliver, foreground, confirm, status, publish"),
+            (["deploy", "check", "--runtime-version", "1.0"], "deploy needs --server URL|DIR"),
+            (["deploy", "check", "--server", server], "deploy needs --runtime-version V"),
+            (["deploy", "check", "--server", server, "--runtime-version", "1.0", "--platform", "web"], "the platform must be ios or android, not \"web\""),
+            (["deploy", "check", "--server", server, "--runtime-version", "../x"], "the runtime version must be 1 to 255 printable characters without / or \\, not \"../x\""),
+            (["deploy", "deliver", "--server", server, "--runtime-version", "1", "--launch-behavior", "always"], "--launch-behavior must be one of none, checkNewDeploy, downloadNewDeploy, reloadNewDeploy, not \"always\""),
+            (["deploy", "publish", dir.file("missing"), "--to", server, "--runtime-version", "1"], "\(dir.file("missing")) is not a directory"),
+            (["deploy", "publish", "--to", server, "--runtime-version", "1"], "deploy publish needs the bundle directory"),
+        ] {
+            let outcome = eventlog(arguments + ["--db", db, "--app-dir", app])
+            #expect(outcome.code == 2, "\(arguments)")
+            #expect(outcome.err.hasPrefix("Error: \(message)\n"), "\(outcome.err)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: db), "a refused command created the database")
+    }
+
+    @Test("a crash after each install step leaves a whole working bundle, and the next start finishes or undoes the install",
+          arguments: ["recordedWillUpdate", "wrotePending", "switchedWorking", "removedHolding", "recordedDidUpdate"])
+    func crashDuringInstall(_ step: String) throws {
+        _ = eventlog(["deploy", "publish", try bundle("v1", "one"), "--to", server, "--runtime-version", "1.0", "--id", "v1"])
+        _ = deploy("deliver")
+        _ = deploy("confirm")
+        _ = eventlog(["deploy", "publish", try bundle("v2", "two"), "--to", server, "--runtime-version", "1.0", "--id", "v2"])
+        #expect(deploy("download").code == 0)
+        let crashed = try runEventlog(["deploy", "install", "--db", db, "--app-dir", app, "--runtime-version", "1.0"],
+                                      environment: ["EVENTLOG_DEPLOY_CRASH_AFTER": step])
+        #expect(crashed.code == 9, "the install was not killed after \(step): \(crashed.err)")
+        let switched = ["switchedWorking", "removedHolding", "recordedDidUpdate"].contains(step)
+        #expect(working == (switched ? "two" : "one"), "working after a crash at \(step)")
+        #expect(!FileManager.default.fileExists(atPath: app + "/working.next"))
+
+        let status = eventlog(["deploy", "status", "--db", db, "--app-dir", app, "--runtime-version", "1.0", "--json"])
+        #expect(status.code == 0, "\(status.err)")
+        let json = try StateValue(json: status.out)
+        let recovered = json["events"]?.arrayValue?.first { $0["type"] == "installRecovered" }
+        if step == "recordedDidUpdate" {
+            #expect(recovered == nil, "nothing to recover after the install was recorded")
+        } else {
+            #expect(recovered?["payload.result"] == (switched ? "finished" : "undone"))
+        }
+        #expect(json["appDirectory.holding"] == (switched ? .null : "v2"))
+        #expect(json["appDirectory.pending"] == (switched ? "v2" : .null))
+        // The next launch installs (or launches) v2, and the log replays.
+        #expect(deploy("deliver").code == 0)
+        #expect(working == "two")
+        #expect(deploy("confirm").code == 0)
+        #expect(eventlog(["replay", "--verify", "--db", db]).code == 0)
+        #expect(eventlog(["verify", "--db", db]).code == 0)
+    }
+}
