@@ -18,7 +18,9 @@ extension Scenarios {
         let random = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/dev/urandom"))
         let perFile = megabytes * 1_000_000 / files
         for index in 0..<files {
-            FileManager.default.createFile(atPath: bundle + "/asset-\(index).bin", contents: nil)
+            guard FileManager.default.createFile(atPath: bundle + "/asset-\(index).bin", contents: nil) else {
+                throw BenchmarkError(description: "cannot create \(bundle)/asset-\(index).bin")
+            }
             let output = try FileHandle(forWritingTo: URL(fileURLWithPath: bundle + "/asset-\(index).bin"))
             var left = perFile
             while left > 0 {
@@ -71,6 +73,7 @@ extension Scenarios {
             measurements: [measurement("eventlog deploy download", client), measurement("curl", curl), measurement("python urllib", python)],
             note: "ops/s are MB/s of wall time, from spawning the child to its exit; eventlog also checks each asset's SHA-256 "
                 + "as it streams, fsyncs each file, records the transitions in its log and moves the update into holding; "
-                + "child peak MiB is each child's own peak resident memory (wait4)")
+                + "child peak MiB is each child's own peak resident memory (wait4; Linux keeps the harness's resident size "
+                + "at the spawn as its floor, the peak MiB column here)")
     }
 }

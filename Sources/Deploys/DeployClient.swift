@@ -24,8 +24,9 @@ public enum DeployBehavior: String, Sendable, CaseIterable {
 /// holding, installs them into working and reloads, each transition an event of the `deploy`
 /// stream (`DeployRules`). The app directory only changes by atomic renames
 /// (`AppDirectory`); a new install stays pending until `confirmLaunch`, and a launch that
-/// finds it still pending rolls back to the previous bundle.
-public final class DeployClient: @unchecked Sendable {
+/// finds it still pending rolls back to the previous bundle. One client per app install, used
+/// from one thread at a time.
+public final class DeployClient {
     public let store: EventStore
     public let directory: AppDirectory
     public let source: DeploySource
@@ -48,6 +49,9 @@ public final class DeployClient: @unchecked Sendable {
         case recordedWillUpdate, wrotePending, switchedWorking, removedHolding, recordedDidUpdate
     }
     package var installStepHook: (InstallStep) -> Void = { _ in }
+
+    /// The manifest the last check found, for `download`.
+    private var checked: (manifest: UpdateManifest, assetHeaders: [String: [String: String]])?
 
     public init(store: EventStore, directory: AppDirectory, source: DeploySource, target: DeployTarget) {
         self.store = store
@@ -114,9 +118,6 @@ public final class DeployClient: @unchecked Sendable {
             return manifest
         }
     }
-
-    /// The manifest the last check found, for `download`.
-    private var checked: (manifest: UpdateManifest, assetHeaders: [String: [String: String]])?
 
     /// Why a manifest cannot be installed here, or `nil`.
     private func refusal(of manifest: UpdateManifest) -> String? {

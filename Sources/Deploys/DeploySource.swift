@@ -92,12 +92,11 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
             request["accept"] = "\(asset.contentType), */*"
             if let token = target.projectToken { request["authorization"] = "Bearer \(token)" }
             do {
-                let response = try fetch.get(url, headers: request, head: { response in
+                _ = try fetch.get(url, headers: request, head: { response in
                     guard response.status == 200 else { throw DeployError.transport("HTTP \(response.status) for asset \(asset.key)") }
                     try Self.checkContentType(response.contentType, of: asset)
                     expectedLength(response.headers["content-length"].flatMap { Int($0) })
                 }, body: body)
-                _ = response
             } catch {
                 if case .stopped(let inner) = error, let deployError = inner as? DeployError { throw deployError }
                 throw .transport("asset \(asset.key): \(error)")
