@@ -160,12 +160,12 @@ import Testing
 
 @Suite struct ParsingTests {
     @Test(arguments: [
-        (["frob"], "Error: unknown command 'frob'; the commands are: info, log, show, snapshot, diff, verify, salvage, export, import, rebuild, open, routes, capture, demo, objects, update-check, deploy, replay, bisect\nUsage: eventlog <command> [arguments] [--db PATH] [--json]\n"),
-        (["log", "--bogus"], "Error: unknown option '--bogus' for 'log'\nUsage: eventlog log [--from N] [--to N] [--db PATH] [--json]\n"),
-        (["log", "--from"], "Error: --from needs a value (N)\nUsage: eventlog log [--from N] [--to N] [--db PATH] [--json]\n"),
-        (["show"], "Error: missing N\nUsage: eventlog show N [--db PATH] [--json]\n"),
-        (["show", "1", "2"], "Error: unexpected argument '2'\nUsage: eventlog show N [--db PATH] [--json]\n"),
-        (["show", "-3"], "Error: N must be a whole number (0 or more), not \"-3\"\nUsage: eventlog show N [--db PATH] [--json]\n"),
+        (["frob"], "Error: unknown command 'frob'; the commands are: info, log, history, show, snapshot, diff, verify, salvage, export, import, rebuild, open, routes, capture, demo, objects, update-check, deploy, replay, bisect\nUsage: eventlog <command> [arguments] [--db PATH] [--json]\n"),
+        (["log", "--bogus"], "Error: unknown option '--bogus' for 'log'\nUsage: eventlog log [--from N] [--to N] [--stream S[,S…]] [--type T[,T…]] [--outcome O[,O…]] [--hide-noop] [--touching PATH] [--db PATH] [--json]\n"),
+        (["log", "--from"], "Error: --from needs a value (N)\nUsage: eventlog log [--from N] [--to N] [--stream S[,S…]] [--type T[,T…]] [--outcome O[,O…]] [--hide-noop] [--touching PATH] [--db PATH] [--json]\n"),
+        (["show"], "Error: missing N\nUsage: eventlog show N [--path PATH] [--db PATH] [--json]\n"),
+        (["show", "1", "2"], "Error: unexpected argument '2'\nUsage: eventlog show N [--path PATH] [--db PATH] [--json]\n"),
+        (["show", "-3"], "Error: N must be a whole number (0 or more), not \"-3\"\nUsage: eventlog show N [--path PATH] [--db PATH] [--json]\n"),
         (["verify", "--json=yes"], "Error: --json takes no value\nUsage: eventlog verify [--db PATH] [--json]\n"),
         (["import", "-", "--batch", "0"], "Error: --batch must be a positive whole number, not \"0\"\nUsage: eventlog import FILE [--batch N] [--resume] [--db PATH] [--json]\n"),
     ])
@@ -180,7 +180,7 @@ import Testing
         let help = eventlog(["help", "diff"])
         #expect(help.code == 0)
         #expect(help.out.hasPrefix("OVERVIEW: Show the structural diff"))
-        #expect(help.out.contains("USAGE: eventlog diff A B [--db PATH] [--json]"))
+        #expect(help.out.contains("USAGE: eventlog diff A B [--path PATH] [--db PATH] [--json]"))
         #expect(help.out.contains("EXIT CODES:"))
         #expect(eventlog(["diff", "--help"]).out == help.out)
         #expect(eventlog(["diff", "1", "-h"]).out == help.out)
@@ -412,5 +412,69 @@ import Testing
         let result = eventlog(["log", "--db", db])
         #expect(result.code == 3)
         #expect(result.err.hasPrefix("Error: cannot open \(db): "))
+    }
+}
+
+/// `log` filters and `history` against the demo's log, each checked against a scan of `log --json`.
+@Suite struct QueryCommandTests {
+    let dir = TemporaryDirectory()
+    var db: String { dir.file("demo.lmdb") }
+
+    init() { _ = eventlog(["demo", "--db", dir.file("demo.lmdb")]) }
+
+    var everything: [StateValue] {
+        eventlog(["log", "--json", "--db", db]).out.split(separator: "\n").compactMap { try? StateValue(json: String($0)) }
+    }
+
+    func seqs(_ lines: [StateValue]) -> [Int64] { lines.compactMap { $0["seq"]?.intValue } }
+
+    func logged(_ options: [String]) -> [Int64] {
+        seqs(eventlog(["log", "--json", "--db", db] + options).out.split(separator: "\n").compactMap { try? StateValue(json: String($0)) })
+    }
+
+    @Test func filtersAgreeWithAScan() throws {
+        let all = everything
+        #expect(all.count > 400)
+        #expect(logged(["--stream", "deploy,updates"]) == seqs(all.filter { ["deploy", "updates"].contains($0["stream"]?.stringValue ?? "") }))
+        #expect(logged(["--outcome", "skipped"]) == seqs(all.filter { $0["outcome"] == "skipped" }))
+        #expect(logged(["--hide-noop"]) == seqs(all.filter { !($0["writes"]?.arrayValue ?? []).isEmpty }))
+        #expect(logged(["--type", "selectBotTab", "--outcome", "applied"])
+                == seqs(all.filter { $0["type"] == "selectBotTab" && $0["outcome"] == "applied" }))
+        let touching = seqs(all.filter { line in
+            (line["writes"]?.arrayValue ?? []).contains { ["messenger", "messenger.listFilter"].contains($0["path"]?.stringValue ?? "") }
+        })
+        #expect(!touching.isEmpty)
+        #expect(logged(["--touching", "messenger.listFilter"]) == touching)
+        #expect(logged(["--stream", "nothing"]).isEmpty)
+    }
+
+    @Test func historyNamesEveryWriterOfAPath() throws {
+        let history = eventlog(["history", "messenger.listFilter", "--db", db])
+        #expect(history.code == 0)
+        let lines = history.out.split(separator: "\n")
+        #expect(lines.first?.contains("system/initialState(messenger)  messenger.listFilter: (absent) → null") == true)
+        #expect(lines.dropFirst().allSatisfy { $0.contains("messenger.listFilter:") })
+        let json = eventlog(["history", "messenger.listFilter", "--json", "--db", db]).out.split(separator: "\n").compactMap { try? StateValue(json: String($0)) }
+        #expect(json.count == lines.count)
+        // Each line's old value is the previous line's new value: no writer is missing.
+        var last: StateValue? = nil
+        for line in json {
+            let write = try #require(line["writes"]?.arrayValue?.first)
+            #expect(write["old"] == last ?? .null || (last == nil && write["old"] == nil))
+            last = write["new"]
+        }
+        #expect(eventlog(["history", "nothing.here", "--db", db]).out == "no event changed nothing.here\n")
+        let bad = eventlog(["history", "a..b", "--db", db])
+        #expect(bad.code == 2)
+    }
+
+    @Test func badFiltersAreUsageErrors() {
+        for (options, message) in [(["--outcome", "maybe"], "--outcome takes applied, skipped or cancelled, not \"maybe\""),
+                                   (["--stream", ","], "--stream needs names separated by commas, not \",\""),
+                                   (["--touching", "a["], "--touching a[:")] {
+            let outcome = eventlog(["log", "--db", db] + options)
+            #expect(outcome.code == 2)
+            #expect(outcome.err.hasPrefix("Error: \(message)"), "\(outcome.err)")
+        }
     }
 }

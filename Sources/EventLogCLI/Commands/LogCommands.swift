@@ -4,7 +4,7 @@ import Objects
 
 /// The commands that read, check, export and import the log itself.
 enum LogCommands {
-    static let all: [CommandSpec] = [info, log, show, snapshot, diff, verify, salvage, export, ImportCommand.spec, rebuild]
+    static let all: [CommandSpec] = [info, log, history, show, snapshot, diff, verify, salvage, export, ImportCommand.spec, rebuild]
 
     static let info = CommandSpec(
         name: "info",
@@ -42,31 +42,102 @@ enum LogCommands {
         .init(name: "to", value: "N", help: "The last seq (default: the newest)."),
     ]
 
+    static let filterOptions: [CommandSpec.Option] = [
+        .init(name: "stream", value: "S[,S…]", help: "Only events of these streams."),
+        .init(name: "type", value: "T[,T…]", help: "Only events of these types."),
+        .init(name: "outcome", value: "O[,O…]", help: "Only these outcomes: applied, skipped, cancelled."),
+        .init(name: "hide-noop", value: nil, help: "Leave out events that wrote nothing."),
+        .init(name: "touching", value: "PATH", help: "Only events that wrote PATH, under it, or an object holding it."),
+    ]
+
     static let log = CommandSpec(
         name: "log",
         summary: "List events, one line each: seq, time, origin, outcome, stream/type and writes.",
-        discussion: "With --json, one JSON record per line (NDJSON), as 'export' writes them.",
-        options: rangeOptions
+        discussion: """
+            With --json, one JSON record per line (NDJSON), as 'export' writes them. The filters
+            combine: every one given must hold.
+            """,
+        options: rangeOptions + filterOptions
     ) { arguments, context in
+        let filter = try eventFilter(arguments)
         let store = try context.openStore()
         try forEachRecord(in: store, arguments) { record in
+            guard filter.keeps(record.event) else { return }
             context.console.line(context.json ? record.jsonValue.json() : Render.logLine(record))
         }
         return .ok
     }
 
+    static let history = CommandSpec(
+        name: "history",
+        summary: "Every event that changed a path or a path under it, with old → new: who wrote it.",
+        discussion: """
+            A write to an object that holds the path counts when it changed the value at the path
+            (the line shows the value at the path before and after). With --json, one line per event:
+            its seq, time, origin, stream, type, cause and the writes as seen from the path.
+            """,
+        arguments: [.init(name: "PATH", help: "A state path, such as messenger.listFilter.")],
+        options: rangeOptions
+    ) { arguments, context in
+        let path = try statePath(arguments.positionals[0], "PATH")
+        let store = try context.openStore()
+        var changes = 0
+        try forEachRecord(in: store, arguments) { record in
+            let writes = record.event.writes.compactMap { $0.seen(from: path) }
+            guard !writes.isEmpty else { return }
+            changes += 1
+            if context.json {
+                var line = record.jsonValue.objectValue ?? StateObject()
+                line["writes"] = .array(writes.map(\.jsonValue))
+                line["payload"] = nil
+                context.printJSON(.object(line))
+            } else {
+                var event = record.event
+                event.writes = writes
+                var shown = record
+                shown.event = event
+                context.console.line(Render.logLine(shown))
+            }
+        }
+        if !context.json, changes == 0 { context.console.line("no event changed \(Render.escaped(path.description))") }
+        return .ok
+    }
+
+    /// The `--stream`, `--type`, `--outcome`, `--hide-noop` and `--touching` options.
+    static func eventFilter(_ arguments: ParsedArguments) throws(CLIError) -> EventFilter {
+        func list(_ name: String) throws(CLIError) -> Set<String>? {
+            guard let text = arguments.value(name) else { return nil }
+            let items = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard !items.isEmpty, !items.contains(where: \.isEmpty) else { throw CLIError.usage("--\(name) needs names separated by commas, not \"\(text)\"") }
+            return Set(items)
+        }
+        let outcomes = try list("outcome")
+        if let unknown = outcomes?.subtracting(EventFilter.outcomeNames).sorted().first {
+            throw CLIError.usage("--outcome takes applied, skipped or cancelled, not \"\(unknown)\"")
+        }
+        return EventFilter(streams: try list("stream"), types: try list("type"), outcomes: outcomes, hideNoOps: arguments.flag("hide-noop"),
+                           touching: try arguments.value("touching").map { (text) throws(CLIError) in try statePath(text, "--touching") })
+    }
+
+    static func statePath(_ text: String, _ what: String) throws(CLIError) -> StatePath {
+        do { return try StatePath(parsing: text) } catch { throw CLIError.usage("\(what) \(text): \(error)") }
+    }
+
     static let show = CommandSpec(
         name: "show",
         summary: "Show one event: its record, its write set and the state after it.",
-        arguments: [.init(name: "N", help: "The seq of the event.")]
+        arguments: [.init(name: "N", help: "The seq of the event.")],
+        options: [.init(name: "path", value: "PATH", help: "Show only the state at PATH after the event.")]
     ) { arguments, context in
         let seq = try arguments.seq(at: 0, "N")!
+        let path = try arguments.value("path").map { (text) throws(CLIError) in try statePath(text, "--path") }
         let store = try context.openStore()
-        let (record, state) = try attempt { () throws -> (EventRecord?, StateValue) in
+        var (record, state) = try attempt { () throws -> (EventRecord?, StateValue) in
             guard let record = try store.record(seq) else { return (nil, .null) }
             return (record, try store.snapshot(after: seq))
         }
         guard let record else { throw CLIError.badInput(try attempt { "no event \(seq): the log holds \(try range(store))" }) }
+        if let path { state = state[path] ?? .null }
         if context.json {
             context.printJSON(["record": record.jsonValue, "state": state])
             return .ok
@@ -90,7 +161,7 @@ enum LogCommands {
         lines.append("checksum  \(String(format: "%08x", record.checksum))")
         lines.append("writes    \(event.writes.isEmpty ? "(none)" : "")")
         lines += event.writes.map { "  " + Render.write($0) }
-        lines.append("state after \(record.seq):")
+        lines.append("state after \(record.seq)\(path.map { " at \($0)" } ?? ""):")
         lines.append(state.json(pretty: true))
         context.console.line(lines.joined(separator: "\n"))
         return .ok
@@ -106,9 +177,7 @@ enum LogCommands {
         let seq = try arguments.seq(at: 0, "N") ?? attempt { try store.lastSeq() }
         var state = try attempt { try store.snapshot(after: seq) }
         if let text = arguments.value("path") {
-            let path: StatePath
-            do { path = try StatePath(parsing: text) } catch { throw CLIError.badInput("--path \(text): \(error)") }
-            guard let value = state[path] else { throw CLIError.badInput("nothing at \(text) after event \(seq)") }
+            guard let value = state[try statePath(text, "--path")] else { throw CLIError.badInput("nothing at \(text) after event \(seq)") }
             state = value
         }
         context.console.line(state.json(pretty: !context.json))
@@ -119,12 +188,15 @@ enum LogCommands {
         name: "diff",
         summary: "Show the structural diff between the states after events A and B.",
         discussion: "Lines read '~ path: old → new', '+ path: new' (added) and '- path: old' (removed).",
-        arguments: [.init(name: "A", help: "The seq of the older state."), .init(name: "B", help: "The seq of the newer state.")]
+        arguments: [.init(name: "A", help: "The seq of the older state."), .init(name: "B", help: "The seq of the newer state.")],
+        options: [.init(name: "path", value: "PATH", help: "Only the differences at PATH or under it.")]
     ) { arguments, context in
         let a = try arguments.seq(at: 0, "A")!
         let b = try arguments.seq(at: 1, "B")!
+        let path = try arguments.value("path").map { (text) throws(CLIError) in try statePath(text, "--path") }
         let store = try context.openStore()
-        let writes = try attempt { try store.snapshot(after: a).diff(to: try store.snapshot(after: b)) }
+        var writes = try attempt { try store.snapshot(after: a).diff(to: try store.snapshot(after: b)) }
+        if let path { writes = writes.compactMap { $0.seen(from: path) } }
         if context.json {
             context.printJSON(["from": .int(Int64(a)), "to": .int(Int64(b)), "writes": .array(writes.map(\.jsonValue))])
         } else if writes.isEmpty {

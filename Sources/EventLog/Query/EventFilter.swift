@@ -1,0 +1,63 @@
+/// Which events a query keeps: by stream, type and outcome, with or without the events that
+/// wrote nothing, and only those that touched a path. Every condition given must hold; an
+/// empty filter keeps every event.
+public struct EventFilter: Sendable, Hashable {
+    /// Keep only these streams (`nil`: any).
+    public var streams: Set<String>?
+    /// Keep only these types (`nil`: any).
+    public var types: Set<String>?
+    /// Keep only these outcomes, by name: `applied`, `skipped`, `cancelled` (`nil`: any).
+    public var outcomes: Set<String>?
+    /// Drop events that wrote nothing (skipped, cancelled, or applied without a write).
+    public var hideNoOps = false
+    /// Keep only events with a write at this path, under it, or above it (a write to an
+    /// object that holds it).
+    public var touching: StatePath?
+
+    public init(streams: Set<String>? = nil, types: Set<String>? = nil, outcomes: Set<String>? = nil,
+                hideNoOps: Bool = false, touching: StatePath? = nil) {
+        self.streams = streams
+        self.types = types
+        self.outcomes = outcomes
+        self.hideNoOps = hideNoOps
+        self.touching = touching
+    }
+
+    /// The outcome names `outcomes` may hold.
+    public static let outcomeNames: Set<String> = ["applied", "skipped", "cancelled"]
+
+    public func keeps(_ event: Event) -> Bool {
+        if let streams, !streams.contains(event.stream) { return false }
+        if let types, !types.contains(event.type) { return false }
+        if let outcomes, !outcomes.contains(event.outcome.name) { return false }
+        if hideNoOps, event.writes.isEmpty { return false }
+        if let touching, !event.writes.contains(where: { $0.path.overlaps(touching) }) { return false }
+        return true
+    }
+}
+
+extension StatePath {
+    /// Whether one path is the other or lies under it: a write at either changes what the other reads.
+    public func overlaps(_ other: StatePath) -> Bool {
+        let shorter = min(components.count, other.components.count)
+        return components[..<shorter] == other.components[..<shorter]
+    }
+
+    /// What is left of `self` below `prefix`, or `nil` when `prefix` is not a prefix of it.
+    public func relative(to prefix: StatePath) -> StatePath? {
+        guard components.count >= prefix.components.count, components.starts(with: prefix.components) else { return nil }
+        return StatePath(Array(components[prefix.components.count...]))
+    }
+}
+
+extension Write {
+    /// This write as seen from `path`: the value at `path` before and after it (through an
+    /// ancestor's write, the part of its values at `path`), or `nil` when it does not change
+    /// the value at `path` or under it. A write under `path` is returned as it is.
+    public func seen(from path: StatePath) -> Write? {
+        if self.path.relative(to: path) != nil { return self }
+        guard let below = path.relative(to: self.path) else { return nil }
+        let before = old?[below], after = new?[below]
+        return before == after ? nil : Write(path, old: before, new: after)
+    }
+}

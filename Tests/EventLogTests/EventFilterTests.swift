@@ -1,0 +1,58 @@
+import EventLog
+import Testing
+
+struct EventFilterTests {
+    static let events: [Event] = [
+        Event(stream: "messenger", type: "selectBotTab", origin: "tap",
+              writes: [Write("messenger.selectedTab", old: "chats", new: "bots"), Write("messenger.listFilter", old: nil, new: "unread")]),
+        Event(stream: "messenger", type: "clearListFilter", origin: "tap", outcome: .skipped(reason: "no-op")),
+        Event(stream: "messenger", type: "scroll", origin: "url", outcome: .cancelled),
+        Event(stream: "system", type: "initialState", writes: [Write("messenger", old: nil, new: ["listFilter": "bots", "selectedTab": "chats"])]),
+        Event(stream: "deploy", type: "checkStarted", writes: [Write("deploy.phase", old: nil, new: "checking")]),
+        Event(stream: "messenger", type: "touch", writes: []),
+    ]
+
+    @Test func everyCombinationAgreesWithAScan() throws {
+        let streams: [Set<String>?] = [nil, ["messenger"], ["messenger", "deploy"], ["none"]]
+        let types: [Set<String>?] = [nil, ["selectBotTab", "initialState"]]
+        let outcomes: [Set<String>?] = [nil, ["applied"], ["skipped", "cancelled"]]
+        let paths: [StatePath?] = [nil, "messenger.listFilter", "messenger", "deploy.phase.x", "other"]
+        var checked = 0
+        for stream in streams {
+            for type in types {
+                for outcome in outcomes {
+                    for hide in [false, true] {
+                        for path in paths {
+                            let filter = EventFilter(streams: stream, types: type, outcomes: outcome, hideNoOps: hide, touching: path)
+                            for event in Self.events {
+                                var expected = true
+                                if let stream, !stream.contains(event.stream) { expected = false }
+                                if let type, !type.contains(event.type) { expected = false }
+                                if let outcome, !outcome.contains(event.outcome.name) { expected = false }
+                                if hide, event.writes.isEmpty { expected = false }
+                                if let path, !event.writes.contains(where: { write in
+                                    let a = write.path.components, b = path.components
+                                    return a.starts(with: b) || b.starts(with: a)
+                                }) { expected = false }
+                                #expect(filter.keeps(event) == expected, "\(filter) on \(event.type)")
+                                checked += 1
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        #expect(checked == 4 * 2 * 3 * 2 * 5 * Self.events.count)
+    }
+
+    @Test func aWriteSeenFromAPath() {
+        let whole = Write("messenger", old: ["listFilter": "bots", "x": 1], new: ["listFilter": "unread", "x": 1])
+        #expect(whole.seen(from: "messenger.listFilter") == Write("messenger.listFilter", old: "bots", new: "unread"))
+        #expect(whole.seen(from: "messenger.x") == nil, "an ancestor's write that left the path alone")
+        let under = Write("messenger.listFilter.a", old: nil, new: 1)
+        #expect(under.seen(from: "messenger.listFilter") == under)
+        #expect(under.seen(from: "deploy") == nil)
+        let created = Write("messenger", old: nil, new: ["listFilter": "bots"])
+        #expect(created.seen(from: "messenger.listFilter") == Write("messenger.listFilter", old: nil, new: "bots"))
+    }
+}
