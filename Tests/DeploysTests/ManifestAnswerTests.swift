@@ -1,0 +1,64 @@
+@testable import Deploys
+import EventLog
+import Testing
+
+/// Both response shapes Expo Updates v1 allows, as any conformant server may send them.
+struct ManifestAnswerTests {
+    static let manifest = #"{"id":"u1","createdAt":"2026-11-30T00:00:00Z","runtimeVersion":"1.0","unknownField":{"a":[1]},"#
+        + #""launchAsset":{"key":"index.html","hash":"h","contentType":"text/html","url":"https://cdn.example/a"},"#
+        + #""assets":[{"key":"app.js","hash":"j","contentType":"application/javascript","fileExtension":".js","url":"/b"}],"#
+        + #""metadata":{"branch":"main"},"extra":{}}"#
+
+    static func multipart(_ parts: [(disposition: String, body: String)], boundary: String = "b-123") -> [UInt8] {
+        var text = ""
+        for part in parts {
+            text += "--\(boundary)\r\ncontent-disposition: \(part.disposition)\r\ncontent-type: application/json\r\n\r\n\(part.body)\r\n"
+        }
+        return Array((text + "--\(boundary)--\r\n").utf8)
+    }
+
+    @Test func aJSONManifest() throws {
+        let answer = try ManifestAnswer(status: 200, contentType: "application/expo+json; charset=utf-8", body: Array(Self.manifest.utf8))
+        guard case .update(let manifest, let headers) = answer else { Issue.record("\(answer)"); return }
+        #expect(manifest.id == "u1")
+        #expect(manifest.allAssets.map(\.key) == ["index.html", "app.js"])
+        #expect(manifest.assets[0].fileExtension == ".js")
+        #expect(manifest.metadata == ["branch": "main"])
+        #expect(headers.isEmpty)
+    }
+
+    @Test func multipartPartsInAnyOrderWithAnyDisposition() throws {
+        let body = Self.multipart([("inline; name=\"extensions\"", #"{"assetRequestHeaders":{"app.js":{"x-token":"t"}}}"#),
+                                   ("form-data; name=\"unknown\"", "{}"),
+                                   ("inline; name=manifest", Self.manifest)])
+        let answer = try ManifestAnswer(status: 200, contentType: "multipart/mixed; boundary=\"b-123\"", body: body)
+        guard case .update(let manifest, let headers) = answer else { Issue.record("\(answer)"); return }
+        #expect(manifest.id == "u1")
+        #expect(headers == ["app.js": ["x-token": "t"]])
+    }
+
+    @Test func directivesAndNothing() throws {
+        let rollBack = Self.multipart([("form-data; name=\"directive\"", #"{"type":"rollBackToEmbedded","parameters":{"commitTime":"2026-11-30T00:00:00Z"}}"#)])
+        #expect(try ManifestAnswer(status: 200, contentType: "multipart/mixed; boundary=b-123", body: rollBack) == .rollBackToEmbedded)
+        let none = Self.multipart([("form-data; name=\"directive\"", #"{"type":"noUpdateAvailable"}"#)])
+        #expect(try ManifestAnswer(status: 200, contentType: "multipart/mixed; boundary=b-123", body: none) == .noUpdateAvailable)
+        let unknown = Self.multipart([("form-data; name=\"directive\"", #"{"type":"somethingNew"}"#)])
+        #expect(try ManifestAnswer(status: 200, contentType: "multipart/mixed; boundary=b-123", body: unknown) == .noUpdateAvailable)
+        #expect(try ManifestAnswer(status: 200, contentType: "multipart/mixed; boundary=b-123", body: []) == .noUpdateAvailable)
+        #expect(try ManifestAnswer(status: 204, contentType: nil, body: []) == .noUpdateAvailable)
+    }
+
+    @Test func malformedAnswersAreErrors() {
+        for (contentType, body, reason) in [
+            ("multipart/mixed", "x", "without a boundary"),
+            ("multipart/mixed; boundary=b-123", "--b-123\r\ncontent-disposition: form-data; name=manifest\r\n\r\n{}", "cut short"),
+            ("multipart/mixed; boundary=b-123", "garbage", "no boundary line"),
+            ("text/html", "<html>", "not JSON or multipart/mixed"),
+            ("application/json", String(repeating: "[", count: 100_000), "not JSON"),
+        ] {
+            #expect { try ManifestAnswer(status: 200, contentType: contentType, body: Array(body.utf8)) } throws: { error in
+                "\(error)".contains(reason)
+            }
+        }
+    }
+}
