@@ -47,7 +47,7 @@ let package = Package(
         // Test support: temporary stores with hand-moved clocks, reusable checkers.
         .target(name: "EventLogTesting", dependencies: ["EventLog"]),
         // The `eventlog` commands: a pure parser and a runner, testable in-process.
-        .target(name: "EventLogCLI", dependencies: ["EventLog", "Effects", "Objects", "UpdatePrompts", "Deploys", "DemoMessenger"]),
+        .target(name: "EventLogCLI", dependencies: ["EventLog", "Effects", "Objects", "UpdatePrompts", "Deploys", "HTTPFetch", "DemoMessenger"]),
         .executableTarget(name: "eventlog", dependencies: ["EventLogCLI"]),
 
         // The benchmark harness and its peers (raw LMDB, SQLite, JSON lines); build it in release.

@@ -1,3 +1,4 @@
+import EventLog
 import Foundation
 
 /// The directory one app install keeps its web bundles in, changed only by renames that are
@@ -13,23 +14,40 @@ import Foundation
 ///
 /// `holding` and `working` are symbolic links replaced with `rename(2)`; `pending` is written
 /// to a temporary file and renamed. The client creates everything here; it removes only
-/// what it created (partial downloads, its own links).
+/// what it created (partial downloads, its own links). One client at a time: opening takes an
+/// exclusive lock (`flock` on `APP_DIR/lock`) held until the value is released.
 public struct AppDirectory: Sendable {
     public let path: String
+    private let lock: DirectoryLock
 
     /// The link to the update the web view loads.
     public static let working = "working"
     /// The link to the downloaded update waiting to be installed.
     public static let holding = "holding"
 
-    public init(path: String) throws(DeployError) {
+    /// Opens (with `create`, makes) the app directory, takes its lock and checks that its
+    /// links and pending install are ones this client writes.
+    /// - Throws: `DeployError.usage` for a path that is not an app directory (a file, links
+    ///   this client did not make, a pending install it cannot read), `.busy` when another
+    ///   client holds the lock, `.filesystem` when it cannot be created or locked.
+    public init(path: String, create: Bool = true) throws(DeployError) {
         self.path = path
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else { throw .filesystem("\(path) is not a directory") }
+            guard isDirectory.boolValue else { throw .usage("\(path) is not a directory") }
+        } else if !create {
+            throw .usage("\(path) is no app directory (nothing was delivered into it yet)")
         }
         try Files.makeDirectory(path)
+        lock = try DirectoryLock(path + "/lock")
         try Files.makeDirectory(updatesPath)
+        do {
+            _ = try target(of: Self.working)
+            _ = try target(of: Self.holding)
+            _ = try pending()
+        } catch {
+            throw .usage("\(path) is not an app directory this client keeps: \(error)")
+        }
     }
 
     var updatesPath: String { path + "/updates" }
@@ -41,8 +59,14 @@ public struct AppDirectory: Sendable {
 
     /// The manifest of a downloaded update.
     public func manifest(of id: String) throws(DeployError) -> UpdateManifest {
-        guard let data = FileManager.default.contents(atPath: manifestPath(id)) else { throw .filesystem("\(manifestPath(id)) is missing") }
+        guard let data = try Files.readSmall(manifestPath(id)) else { throw .filesystem("\(manifestPath(id)) is missing") }
         return try UpdateManifest(json: [UInt8](data))
+    }
+
+    /// Whether update `id` is complete on disk (its directory and its manifest).
+    func hasUpdate(_ id: String) -> Bool {
+        var info = stat()
+        return lstat(updatePath(id), &info) == 0 && info.st_mode & S_IFMT == S_IFDIR && lstat(manifestPath(id), &info) == 0
     }
 
     /// The update a link names, or `nil` when the link is absent.
@@ -54,8 +78,9 @@ public struct AppDirectory: Sendable {
             throw .filesystem("cannot read the link \(path)/\(link): \(String(cString: strerror(errno)))")
         }
         let target = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        guard target.hasPrefix("updates/") else { throw .filesystem("\(path)/\(link) points outside the app directory: \(target)") }
-        return String(target.dropFirst("updates/".count))
+        let id = String(target.dropFirst("updates/".count))
+        guard target.hasPrefix("updates/"), Self.isSafeUpdateID(id) else { throw .filesystem("\(path)/\(link) points outside the app's updates: \(target)") }
+        return id
     }
 
     /// Points `link` at update `id` in one rename: before it the old target, after it the new.
@@ -79,21 +104,24 @@ public struct AppDirectory: Sendable {
         try Files.syncDirectory(path)
     }
 
-    /// Removes what a crash mid-swap leaves: `*.next` links. Returns whether there were any.
-    @discardableResult
-    func removeUnfinishedLinks() -> Bool {
-        var removed = false
-        for link in [Self.working, Self.holding, "pending"] where unlink(path + "/" + link + ".next") == 0 { removed = true }
-        return removed
+    /// Removes what a crash leaves behind: a `working.next` or `holding.next` link this client
+    /// made (one into `updates/`), and partial downloads.
+    func removeUnfinishedWork() {
+        for link in [Self.working, Self.holding] where (try? target(of: link + ".next")) != nil { unlink(path + "/" + link + ".next") }
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: updatesPath)) ?? [] where name.hasSuffix(".partial") {
+            try? FileManager.default.removeItem(atPath: updatesPath + "/" + name)
+        }
     }
 
     /// The install awaiting confirmation, if any.
     public func pending() throws(DeployError) -> PendingInstall? {
-        guard let data = FileManager.default.contents(atPath: path + "/pending") else { return nil }
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let update = object["update"] as? String else {
+        guard let data = try Files.readSmall(path + "/pending", limit: 4_096) else { return nil }
+        let value = try? StateValue(jsonUTF8: [UInt8](data))
+        guard let update = value?["update"]?.stringValue, Self.isSafeUpdateID(update), let launched = value?["launched"]?.boolValue,
+              let previous = value?["previous"], previous == .null || previous.stringValue.map(Self.isSafeUpdateID) == true else {
             throw .filesystem("\(path)/pending is not a pending install")
         }
-        return PendingInstall(update: update, previous: object["previous"] as? String, launched: object["launched"] as? Bool ?? false)
+        return PendingInstall(update: update, previous: previous.stringValue, launched: launched)
     }
 
     func setPending(_ pending: PendingInstall?) throws(DeployError) {
@@ -101,9 +129,8 @@ public struct AppDirectory: Sendable {
             guard unlink(path + "/pending") == 0 || errno == ENOENT else { throw .filesystem("cannot remove \(path)/pending: \(String(cString: strerror(errno)))") }
             return try Files.syncDirectory(path)
         }
-        let object: [String: Any] = ["update": pending.update, "previous": pending.previous ?? NSNull(), "launched": pending.launched]
-        let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-        try Files.writeAtomically(data, to: path + "/pending")
+        let object: StateValue = ["launched": .bool(pending.launched), "previous": StateValue(pending.previous), "update": .string(pending.update)]
+        try Files.writeAtomically(Data(object.json().utf8), to: path + "/pending")
     }
 
     /// Whether `key` is a safe relative path inside a bundle: no `..`, `.` or empty
@@ -114,9 +141,11 @@ public struct AppDirectory: Sendable {
         return key.split(separator: "/", omittingEmptySubsequences: false).allSatisfy { $0 != "" && $0 != "." && $0 != ".." && $0.utf8.count <= 255 }
     }
 
-    /// Whether `id` can name an update directory.
+    /// Whether `id` can name an update directory: 1 to 128 letters, digits, `-`, `_` and `.`,
+    /// not `.` or `..`, and not ending as this client's own files do (`.json`, `.partial`, `.next`).
     public static func isSafeUpdateID(_ id: String) -> Bool {
-        !id.isEmpty && id.utf8.count <= 128 && id != "." && id != ".." && !id.hasSuffix(".partial")
+        !id.isEmpty && id.utf8.count <= 128 && id != "." && id != ".."
+            && ![".partial", ".json", ".next"].contains(where: { id.hasSuffix($0) })
             && id.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0) }
     }
 }
@@ -153,6 +182,22 @@ enum Files {
         }
     }
 
+    /// The bytes of a regular file of at most `limit` bytes; `nil` when there is none. Links,
+    /// FIFOs and devices are refused (a FIFO would block, a device never end).
+    static func readSmall(_ path: String, limit: Int = 4 << 20) throws(DeployError) -> Data? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            if errno == ELOOP { throw .filesystem("\(path) is a symbolic link, not a regular file") }
+            throw .filesystem("cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw .filesystem("\(path) is not a regular file") }
+        guard info.st_size <= limit else { throw .filesystem("\(path) is larger than \(limit) bytes") }
+        do { return try handle.readToEnd() ?? Data() } catch { throw .filesystem("cannot read \(path): \(error.localizedDescription)") }
+    }
+
     /// Streams `source` into a new file in `directory`, hashing it on the way, and renames it
     /// to its base64url SHA-256 (unless one is there already). Returns the hash.
     static func storeContentAddressed(_ source: String, in directory: String) throws(DeployError) -> String {
@@ -187,6 +232,26 @@ enum Files {
     }
 }
 
+/// An exclusive `flock` on a file, released when the value is.
+final class DirectoryLock: Sendable {
+    private let descriptor: Int32
+
+    init(_ path: String) throws(DeployError) {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else { throw .filesystem("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let busy = errno == EWOULDBLOCK
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            if busy { throw .busy("another deploy client is using \((path as NSString).deletingLastPathComponent)") }
+            throw .filesystem("cannot lock \(path): \(reason)")
+        }
+        descriptor = fd
+    }
+
+    deinit { close(descriptor) }
+}
+
 /// A new install awaiting the app's confirmation of a good launch, and what it replaced.
 public struct PendingInstall: Sendable, Hashable {
     public var update: String
@@ -204,11 +269,13 @@ public enum DeployError: Error, Sendable, Hashable, CustomStringConvertible {
     case integrity(key: String, expected: String, actual: String)
     case filesystem(String)
     case usage(String)
+    /// Another client holds the app directory's lock.
+    case busy(String)
 
     public var description: String {
         switch self {
         case .badManifest(let reason): "bad manifest: \(reason)"
-        case .refused(let reason), .transport(let reason), .filesystem(let reason), .usage(let reason): reason
+        case .refused(let reason), .transport(let reason), .filesystem(let reason), .usage(let reason), .busy(let reason): reason
         case .integrity(let key, let expected, let actual): "asset \(key): its SHA-256 is \(actual), the manifest says \(expected)"
         }
     }

@@ -145,13 +145,23 @@ public final class DeployClient {
         let partial = directory.partialPath(manifest.id)
         removeTree(partial)
         do {
-            try Files.makeDirectory(partial)
-            try downloadAssets(of: manifest, headers: assetHeaders, into: partial)
-            try Files.writeAtomically(Data(manifest.json.json().utf8), to: directory.manifestPath(manifest.id))
-            let complete = directory.updatePath(manifest.id)
-            removeTree(complete) // an incomplete copy from before: complete ones are never renamed over
-            guard rename(partial, complete) == 0 else { throw DeployError.filesystem("cannot move \(partial) into place: \(String(cString: strerror(errno)))") }
-            try Files.syncDirectory(directory.updatesPath)
+            if directory.hasUpdate(manifest.id) {
+                // A complete copy is on disk (a rollback target, or one downloaded before a
+                // crash): it is used as it is, never deleted and fetched again.
+                guard try directory.manifest(of: manifest.id) == manifest else {
+                    throw DeployError.refused("update \(manifest.id) on the server differs from the copy on disk; a published update must never change")
+                }
+            } else {
+                try Files.makeDirectory(partial)
+                try downloadAssets(of: manifest, headers: assetHeaders, into: partial)
+                let complete = directory.updatePath(manifest.id)
+                // Left by a crash before its manifest was written: never complete, never linked.
+                if try directory.target(of: AppDirectory.working) != manifest.id { removeTree(complete) }
+                guard rename(partial, complete) == 0 else { throw DeployError.filesystem("cannot move \(partial) into place: \(String(cString: strerror(errno)))") }
+                // The manifest last: its presence marks the update complete.
+                try Files.writeAtomically(Data(manifest.json.json().utf8), to: directory.manifestPath(manifest.id))
+                try Files.syncDirectory(directory.updatesPath)
+            }
             try directory.point(AppDirectory.holding, at: manifest.id)
         } catch let error as DeployError {
             removeTree(partial)
@@ -234,6 +244,11 @@ public final class DeployClient {
     public func install() throws -> String? {
         try recover()
         guard let update = try directory.target(of: AppDirectory.holding) else { return nil }
+        guard directory.hasUpdate(update) else {
+            try directory.removeLink(AppDirectory.holding)
+            try record(.failedToUpdateWorkingDirectory, ["updateId": .string(update), "reason": .string("update \(update) is missing from \(directory.updatesPath)")])
+            return nil
+        }
         try record(.willUpdateWorkingDirectory, ["updateId": .string(update)])
         installStepHook(.recordedWillUpdate)
         let index = "updates/" + update + "/" + (try directory.manifest(of: update).launchAsset.key)
@@ -312,6 +327,12 @@ public final class DeployClient {
     /// Points working back at `previous` (`nil`: the embedded bundle) and records why.
     private func rollBack(to previous: String?, reason: String, rejectingUpdate: Bool = false) throws {
         let from = try directory.target(of: AppDirectory.working)
+        var reason = reason
+        var previous = previous
+        if let missing = previous, !directory.hasUpdate(missing) {
+            reason += "; update \(missing) is missing from disk, so the embedded bundle is used"
+            previous = nil
+        }
         if let previous { try directory.point(AppDirectory.working, at: previous) } else { try directory.removeLink(AppDirectory.working) }
         try directory.setPending(nil)
         try record(.rolledBack, ["from": StateValue(from), "to": StateValue(previous), "reason": .string(reason), "rejectsUpdate": .bool(rejectingUpdate)])
@@ -319,7 +340,7 @@ public final class DeployClient {
 
     /// Finishes or undoes an install a crash cut short, and records which.
     public func recover() throws {
-        directory.removeUnfinishedLinks()
+        directory.removeUnfinishedWork()
         guard try state("phase")?.stringValue == DeployRules.Phase.installing.rawValue else { return }
         guard let installing = try lastInstallingUpdate() else { return }
         if try directory.target(of: AppDirectory.working) == installing {

@@ -29,6 +29,10 @@ public struct DeployPublisher: Sendable {
         let files = try Self.files(in: bundle)
         guard files.contains(launchAsset) else { throw .usage("\(bundle) has no \(launchAsset) (the launch asset)") }
         let runtime = serverDirectory + "/updates/" + runtimeVersion
+        // A published update never changes: clients that have it would never see the change.
+        guard !FileManager.default.fileExists(atPath: runtime + "/" + id + ".json") else {
+            throw .usage("update \(id) is already published for runtime version \(runtimeVersion); publish under a new id")
+        }
         for directory in [serverDirectory, serverDirectory + "/assets", serverDirectory + "/updates", runtime] { try Files.makeDirectory(directory) }
         var assets: [UpdateManifest.Asset] = []
         for key in files {

@@ -11,12 +11,16 @@ public struct DeployTarget: Sendable, Hashable {
     public var projectToken: String?
 
     public init(runtimeVersion: String, platform: String = "ios", projectToken: String? = nil) throws(DeployError) {
+        // Printable ASCII: it travels as an HTTP header and names a directory.
         guard !runtimeVersion.isEmpty, runtimeVersion.utf8.count <= 255,
-              !runtimeVersion.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0 == "/" || $0 == "\\" }),
+              runtimeVersion.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) && $0 != "/" && $0 != "\\" }),
               runtimeVersion != ".", runtimeVersion != ".." else {
-            throw .usage("the runtime version must be 1 to 255 printable characters without / or \\, not \"\(runtimeVersion)\"")
+            throw .usage("the runtime version must be 1 to 255 printable ASCII characters without spaces, / or \\, not \"\(runtimeVersion)\"")
         }
         guard platform == "ios" || platform == "android" else { throw .usage("the platform must be ios or android, not \"\(platform)\"") }
+        if let projectToken, projectToken.isEmpty || !projectToken.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) }) {
+            throw .usage("the project token must be printable ASCII without spaces")
+        }
         self.runtimeVersion = runtimeVersion
         self.platform = platform
         self.projectToken = projectToken
@@ -66,13 +70,13 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
             return try ManifestAnswer(status: response.status, contentType: response.contentType, body: [UInt8](body))
         case .directory(let root):
             let runtime = root + "/updates/" + target.runtimeVersion
-            guard let current = try? String(contentsOfFile: runtime + "/current", encoding: .utf8) else {
+            guard let current = try Files.readSmall(runtime + "/current", limit: 4_096) else {
                 throw .transport("\(root) has no update for runtime version \(target.runtimeVersion)")
             }
-            let id = current.trimmingCharacters(in: .whitespacesAndNewlines)
+            let id = String(decoding: current, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             if id == "rollBackToEmbedded" { return .rollBackToEmbedded }
             guard AppDirectory.isSafeUpdateID(id) else { throw .badManifest("\(runtime)/current names no update: \"\(id)\"") }
-            guard let data = FileManager.default.contents(atPath: runtime + "/" + id + ".json") else {
+            guard let data = try Files.readSmall(runtime + "/" + id + ".json", limit: Self.maxManifestBytes) else {
                 throw .transport("\(runtime)/\(id).json is missing")
             }
             return .update(try UpdateManifest(json: [UInt8](data)), assetHeaders: [:])
@@ -90,12 +94,17 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
             }
             var request = headers
             request["accept"] = "\(asset.contentType), */*"
-            if let token = target.projectToken { request["authorization"] = "Bearer \(token)" }
+            // The token goes to the update server only, never to another host an asset URL names.
+            if let token = target.projectToken, HTTPFetch.origin(of: url) == HTTPFetch.origin(of: manifestURL) {
+                request["authorization"] = "Bearer \(token)"
+            }
             do {
                 _ = try fetch.get(url, headers: request, head: { response in
                     guard response.status == 200 else { throw DeployError.transport("HTTP \(response.status) for asset \(asset.key)") }
                     try Self.checkContentType(response.contentType, of: asset)
-                    expectedLength(response.headers["content-length"].flatMap { Int($0) })
+                    // A compressed answer's length is not the length of the bytes handed over.
+                    let encoded = response.headers["content-encoding"].map { $0.lowercased() != "identity" } ?? false
+                    expectedLength(encoded ? nil : response.headers["content-length"].flatMap { Int($0) })
                 }, body: body)
             } catch {
                 if case .stopped(let inner) = error, let deployError = inner as? DeployError { throw deployError }
@@ -108,11 +117,21 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
                 throw .badManifest("asset \(asset.key) has a URL this directory does not serve: \(asset.url)")
             }
             let file = root + "/assets/" + name
-            let type = (try? String(contentsOfFile: file + ".type", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+            let type = try Files.readSmall(file + ".type", limit: 4_096).map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) }
             try Self.checkContentType(type, of: asset)
-            guard let handle = FileHandle(forReadingAtPath: file) else { throw .transport("\(file) is missing") }
-            defer { try? handle.close() }
-            expectedLength((try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? nil)
+            // A regular file only: not a link (to /dev/zero, say), not a FIFO that never ends.
+            let fd = open(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else {
+                if errno == ELOOP { throw .refused("\(file) is a symbolic link, not a regular file") }
+                throw .transport("cannot read \(file): \(String(cString: strerror(errno)))")
+            }
+            var info = stat()
+            guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+                close(fd)
+                throw .refused("\(file) is not a regular file")
+            }
+            let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+            expectedLength(Int(info.st_size))
             do {
                 while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty { try body(chunk) }
             } catch let error as DeployError {

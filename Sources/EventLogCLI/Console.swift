@@ -12,17 +12,19 @@ public final class Console: @unchecked Sendable {
     private let writeErr: (String) -> Void
     private let readIn: () throws -> Data?
     private let flushOut: () -> Void
+    private let outputClosed: () -> Bool
     /// Whether progress lines should be drawn on stderr.
     public let showsProgress: Bool
 
     /// `stdin` returns the next chunk of input, and `nil` or no bytes at its end.
     public init(stdout: @escaping (String) -> Void, stderr: @escaping (String) -> Void,
                 stdin: @escaping () throws -> Data? = { nil }, showsProgress: Bool = false,
-                flush: @escaping () -> Void = {}) {
+                flush: @escaping () -> Void = {}, isOutputClosed: @escaping () -> Bool = { false }) {
         writeOut = stdout
         writeErr = stderr
         readIn = stdin
         flushOut = flush
+        outputClosed = isOutputClosed
         self.showsProgress = showsProgress
     }
 
@@ -33,7 +35,7 @@ public final class Console: @unchecked Sendable {
                        stderr: { FileDescriptorBuffer.writeAll($0, to: STDERR_FILENO) },
                        stdin: { try FileHandle.standardInput.read(upToCount: 1 << 20) },
                        showsProgress: isatty(STDERR_FILENO) == 1,
-                       flush: out.flush)
+                       flush: out.flush, isOutputClosed: { out.isClosed })
     }
 
     func out(_ text: String) { writeOut(text) }
@@ -79,12 +81,19 @@ public final class Console: @unchecked Sendable {
 
     /// Writes out whatever stdout still holds.
     public func flush() { flushOut() }
+
+    /// Whether stdout's reader has gone (a closed pipe): a command that runs until stopped
+    /// (`log --follow`) ends then.
+    var isOutputClosed: Bool { outputClosed() }
 }
 
 /// Collects output and writes it to a file descriptor in large chunks.
 private final class FileDescriptorBuffer: Sendable {
     private let descriptor: Int32
     private let bytes: Mutex<[UInt8]>
+    private let closed = Atomic<Bool>(false)
+    /// Whether a write found the reader gone (`EPIPE`).
+    var isClosed: Bool { closed.load(ordering: .relaxed) }
 
     init(descriptor: Int32) {
         self.descriptor = descriptor
@@ -103,24 +112,26 @@ private final class FileDescriptorBuffer: Sendable {
     func flush() { bytes.withLock { drain(&$0) } }
 
     private func drain(_ bytes: inout [UInt8]) {
-        bytes.withUnsafeBytes { Self.writeAll($0, to: descriptor) }
+        if !bytes.withUnsafeBytes({ Self.writeAll($0, to: descriptor) }) { closed.store(true, ordering: .relaxed) }
         bytes.removeAll(keepingCapacity: true)
     }
 
     static func writeAll(_ text: String, to descriptor: Int32) {
-        Array(text.utf8).withUnsafeBytes { writeAll($0, to: descriptor) }
+        _ = Array(text.utf8).withUnsafeBytes { writeAll($0, to: descriptor) }
     }
 
-    /// Writes every byte, retrying short writes and interrupts; a closed pipe ends quietly.
-    static func writeAll(_ buffer: UnsafeRawBufferPointer, to descriptor: Int32) {
+    /// Writes every byte, retrying short writes and interrupts; a closed pipe (or another
+    /// failure) ends quietly, returning `false`.
+    static func writeAll(_ buffer: UnsafeRawBufferPointer, to descriptor: Int32) -> Bool {
         var offset = 0
         while offset < buffer.count {
             let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
             if written < 0 {
                 if errno == EINTR { continue }
-                return
+                return false
             }
             offset += written
         }
+        return true
     }
 }

@@ -31,16 +31,17 @@ package struct HTTPFetch: Sendable {
     /// arrives (throw from it to stop). Redirects are followed by `URLSession`.
     package func get(_ url: URL, headers: [String: String] = [:], head: (Response) throws -> Void = { _ in },
                      body: (Data) throws -> Void) throws(HTTPFetchError) -> Response {
-        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil else {
-            throw .badURL(url.absoluteString)
-        }
-        var request = URLRequest(url: url)
+        if let problem = Self.problem(with: url) { throw .badURL(problem) }
+        // URLSession knows its schemes in lowercase only.
+        var components = URLComponents(url: url, resolvingAgainstBaseURL: true)
+        components?.scheme = url.scheme?.lowercased()
+        var request = URLRequest(url: components?.url ?? url)
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = idleTimeout
         configuration.timeoutIntervalForResource = totalTimeout
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        let receiver = Receiver()
+        let receiver = Receiver(origin: Self.origin(of: url))
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
         let session = URLSession(configuration: configuration, delegate: receiver, delegateQueue: queue)
@@ -48,8 +49,14 @@ package struct HTTPFetch: Sendable {
         session.dataTask(with: request).resume()
         // The caller's closures run on this thread: the delegate only hands events over.
         var response: Response?
+        // URLSession does not hold to `timeoutIntervalForResource` on Linux: the deadline is kept here.
+        let deadline = DispatchTime.now() + totalTimeout
         while true {
-            switch receiver.next() {
+            guard let item = receiver.next(before: deadline) else {
+                receiver.cancel(session)
+                throw .timedOut(totalTimeout)
+            }
+            switch item {
             case .head(let received):
                 response = received
                 do { try head(received) } catch { receiver.cancel(session); throw .stopped(error) }
@@ -61,6 +68,20 @@ package struct HTTPFetch: Sendable {
                 return response
             }
         }
+    }
+
+    /// Why `url` cannot be fetched (not http or https, no host, a port outside 1…65535), or `nil`.
+    package static func problem(with url: URL) -> String? {
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return "not an http or https URL: \(url.absoluteString)" }
+        guard let host = url.host, !host.isEmpty else { return "no host in \(url.absoluteString)" }
+        if let port = url.port, !(1...65_535).contains(port) { return "port \(port) is outside 1…65535 in \(url.absoluteString)" }
+        return nil
+    }
+
+    /// Scheme, host and port: where credentials may go.
+    package static func origin(of url: URL) -> String {
+        let scheme = url.scheme?.lowercased() ?? ""
+        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(url.port ?? (scheme == "https" ? 443 : 80))"
     }
 
     /// GETs `url` and returns its body whole, refusing one larger than `maxBytes`.
@@ -100,7 +121,7 @@ package enum HTTPFetchError: Error, CustomStringConvertible {
 
     package var description: String {
         switch self {
-        case .badURL(let url): "not an http or https URL: \(url)"
+        case .badURL(let problem): problem
         case .timedOut(let seconds): "timed out (no answer within \(seconds.formatted(.number.precision(.fractionLength(0...1)))) s)"
         case .transport(let reason): reason
         case .tooLarge(let limit): "the response is larger than \(limit) bytes"
@@ -121,6 +142,8 @@ private final class Receiver: NSObject, URLSessionDataDelegate, @unchecked Senda
         case finished((any Error)?)
     }
 
+    /// The first request's origin: a redirect elsewhere loses its `Authorization` header.
+    private let origin: String
     private let items = Mutex<[Item]>([])
     private let available = DispatchSemaphore(value: 0)
     /// Created empty and filled: libdispatch traps when a semaphore is released holding less
@@ -128,7 +151,9 @@ private final class Receiver: NSObject, URLSessionDataDelegate, @unchecked Senda
     private let space = DispatchSemaphore(value: 0)
     private let cancelled = Atomic<Bool>(false)
 
-    override init() {
+    init(origin: String) {
+        self.origin = origin
+        super.init()
         for _ in 0..<Self.window { space.signal() }
     }
 
@@ -137,8 +162,9 @@ private final class Receiver: NSObject, URLSessionDataDelegate, @unchecked Senda
         available.signal()
     }
 
-    func next() -> Item {
-        available.wait()
+    /// The next item, or `nil` when none came before `deadline`.
+    func next(before deadline: DispatchTime) -> Item? {
+        guard available.wait(timeout: deadline) == .success else { return nil }
         let item = items.withLock { $0.removeFirst() }
         if case .chunk = item { space.signal() }
         return item
@@ -159,6 +185,13 @@ private final class Receiver: NSObject, URLSessionDataDelegate, @unchecked Senda
         }
         push(.head(HTTPFetch.Response(status: http?.statusCode ?? 0, headers: headers)))
         completionHandler(cancelled.load(ordering: .relaxed) ? .cancel : .allow)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+        var request = request
+        if let url = request.url, HTTPFetch.origin(of: url) != origin { request.setValue(nil, forHTTPHeaderField: "Authorization") }
+        completionHandler(request)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {

@@ -125,7 +125,7 @@ public struct StoreLookup: Sendable {
 
     /// Reads a regular file of at most `maxResponseBytes`.
     private static func readFile(_ path: String) throws(StoreLookupError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) // a FIFO must not block the open
         guard fd >= 0 else { throw StoreLookupError("cannot read \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var info = stat()

@@ -111,7 +111,7 @@ public enum UpdateRules {
             case .update:
                 changes["lastDecision"] = .string(answer.rawValue)
             case .later:
-                changes["declineCount"] = .int((changes["declineCount"]?.intValue ?? 0) + 1)
+                changes["declineCount"] = .int((changes["declineCount"]?.intValue ?? 0).addingReportingOverflow(1).partialValue)
                 changes["declineCountVersion"] = changes["installedVersion"]
                 changes["lastDecision"] = .string(answer.rawValue)
             case .skip:
@@ -152,9 +152,11 @@ public enum UpdateRules {
         if !policy.forced {
             if let skipped = changes["skippedVersion"]?.stringValue.flatMap(AppVersion.init), skipped == store { return .versionSkipped }
             if changes["declineCount"]?.intValue ?? 0 >= Int64(policy.maxDeclines) { return .declineCapReached }
-            if let days = policy.promptIntervalDays, let last = changes["lastPromptAt"]?.stringValue.flatMap(Timestamp.init(rfc3339:)),
-               time.microsecondsSince1970 - last.microsecondsSince1970 < Int64(days) * 86_400_000_000 {
-                return .tooSoon
+            if let days = policy.promptIntervalDays, let last = changes["lastPromptAt"]?.stringValue.flatMap(Timestamp.init(rfc3339:)) {
+                // Overflow-safe: a recorded policy may hold any number of days.
+                let (interval, tooLong) = Int64(days).multipliedReportingOverflow(by: 86_400_000_000)
+                let (elapsed, backwards) = time.microsecondsSince1970.subtractingReportingOverflow(last.microsecondsSince1970)
+                if tooLong || backwards || elapsed < interval { return .tooSoon }
             }
         }
         changes["lastPromptAt"] = .string(time.description)

@@ -76,16 +76,40 @@ struct DeployCommandTests {
         #expect(refused.err.contains("left by an interrupted demo? remove it"))
     }
 
+    @Test func aRefusalMidLaunchStillExitsOne() throws {
+        _ = eventlog(["deploy", "publish", try bundle("v1", "one"), "--to", server, "--runtime-version", "1.0", "--id", "v1"])
+        #expect(deploy("download").code == 0)
+        let manifest = try StateValue(json: eventlog(["deploy", "publish", try bundle("v2", "two"), "--to", server, "--runtime-version", "1.0", "--id", "v2", "--json"]).out)
+        try Data("tampered".utf8).write(to: URL(fileURLWithPath: server + (manifest["launchAsset.url"]?.stringValue ?? "")))
+        // The launch installs v1 from holding, refuses v2, and reloads v1: the refusal is the result.
+        let launch = deploy("deliver")
+        #expect(launch.code == 1)
+        #expect(launch.err.hasPrefix("Error: integrityFailed: asset index.html"))
+        #expect(working == "one")
+    }
+
+    @Test func readingCommandsCreateNoAppDirectory() throws {
+        let status = eventlog(["deploy", "status", "--db", db, "--app-dir", dir.file("nowhere"), "--runtime-version", "1.0"])
+        #expect(status.code == 2)
+        #expect(status.err.hasPrefix("Error: \(dir.file("nowhere")) is no app directory"))
+        #expect(!FileManager.default.fileExists(atPath: dir.file("nowhere")))
+        try Data("x".utf8).write(to: URL(fileURLWithPath: dir.file("a-file")))
+        #expect(eventlog(["deploy", "check", "--db", db, "--server", server, "--app-dir", dir.file("a-file"), "--runtime-version", "1.0"]).code == 2)
+    }
+
     @Test func badCommandLines() throws {
         for (arguments, message) in [
             (["deploy", "launch"], "unknown action 'launch'; the actions are check, download, install, deliver, foreground, confirm, status, publish"),
             (["deploy", "check", "--runtime-version", "1.0"], "deploy needs --server URL|DIR"),
             (["deploy", "check", "--server", server], "deploy needs --runtime-version V"),
             (["deploy", "check", "--server", server, "--runtime-version", "1.0", "--platform", "web"], "the platform must be ios or android, not \"web\""),
-            (["deploy", "check", "--server", server, "--runtime-version", "../x"], "the runtime version must be 1 to 255 printable characters without / or \\, not \"../x\""),
+            (["deploy", "check", "--server", server, "--runtime-version", "../x"], "the runtime version must be 1 to 255 printable ASCII characters without spaces, / or \\, not \"../x\""),
             (["deploy", "deliver", "--server", server, "--runtime-version", "1", "--launch-behavior", "always"], "--launch-behavior must be one of none, checkNewDeploy, downloadNewDeploy, reloadNewDeploy, not \"always\""),
             (["deploy", "publish", dir.file("missing"), "--to", server, "--runtime-version", "1"], "\(dir.file("missing")) is not a directory"),
             (["deploy", "publish", "--to", server, "--runtime-version", "1"], "deploy publish needs the bundle directory"),
+            (["deploy", "check", "--server", "http://127.0.0.1:70000/manifest", "--runtime-version", "1"], "--server: port 70000 is outside 1…65535 in http://127.0.0.1:70000/manifest"),
+            (["deploy", "check", "--server", "https://", "--runtime-version", "1"], "--server: no host in https://"),
+            (["deploy", "check", "--server", server, "--runtime-version", "1", "--project-token", "a\nb"], "the project token must be printable ASCII without spaces"),
         ] {
             let outcome = eventlog(arguments + ["--db", db, "--app-dir", app])
             #expect(outcome.code == 2, "\(arguments)")

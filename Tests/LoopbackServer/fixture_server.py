@@ -5,6 +5,8 @@
   GET /status/NNN     an empty answer with status NNN
   GET /hang           answers nothing for 60 s (for timeouts)
   GET /endless        200 with a body that never ends (for size limits)
+  GET /trickle        200 with one byte a second, forever (for total timeouts)
+  GET /record/NAME    writes the request's headers to DIR/NAME.headers, then 404
 
 Prints `listening on http://127.0.0.1:PORT` once bound, then serves until killed.
 """
@@ -31,6 +33,24 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
         elif path == "/hang":
             time.sleep(60)
+        elif path == "/trickle":
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.end_headers()
+            try:
+                while True:
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(1)
+            except OSError:
+                pass
+        elif path.startswith("/record/"):
+            name = os.path.basename(path)
+            with open(os.path.join(self.root, name + ".headers"), "w") as f:
+                f.write("".join("%s: %s\n" % (k.lower(), v) for k, v in self.headers.items()))
+            self.send_response(404)
+            self.send_header("content-length", "0")
+            self.end_headers()
         elif path == "/endless":
             self.send_response(200)
             self.send_header("content-type", "application/json")

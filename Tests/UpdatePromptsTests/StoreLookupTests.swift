@@ -90,3 +90,33 @@ struct StoreLookupTests {
         #expect(StoreLookupSource.appStore(appID: "888237539", country: "cn")?.description == "https://itunes.apple.com/cn/lookup?id=888237539")
     }
 }
+
+/// What outside tests found: each stays fixed.
+struct UpdatePromptsHardeningTests {
+    @Test func aServerThatTricklesIsCutOffByTheTotalTimeout() throws {
+        let fixtures = try StoreLookupTests.Fixtures()
+        let started = Date()
+        guard case .failure(let error) = StoreLookup(fixtures.url("trickle"), timeout: 1).fetch() else {
+            Issue.record("a trickling lookup succeeded"); return
+        }
+        #expect(error.reason.contains("timed out"), "\(error.reason)")
+        // Three times the idle timeout, with room for a busy machine; without the deadline it never ends.
+        #expect(Date().timeIntervalSince(started) < 30)
+    }
+
+    @Test func aRecordedIntervalOfAnyLengthNeverTraps() throws {
+        let harness = try PromptHarness()
+        #expect(try harness.check("1.0", store: "1.1", PromptPolicy(promptIntervalDays: 1)) == .promptShown)
+        try harness.prompter("1.0").answer(.later)
+        #expect(try harness.check("1.0", store: "1.1", PromptPolicy(promptIntervalDays: Int.max)) == .tooSoon)
+        try harness.expectReplayAgrees()
+    }
+
+    @Test func aFIFOIsNotWaitedOn() throws {
+        let directory = TemporaryDirectory("fifo")
+        let fifo = directory.file("lookup.fifo")
+        #expect(mkfifo(fifo, 0o644) == 0)
+        guard case .failure(let error) = StoreLookup(.file(fifo)).fetch() else { Issue.record("a FIFO was read"); return }
+        #expect(error.reason.contains("not a regular file"))
+    }
+}

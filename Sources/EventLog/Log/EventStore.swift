@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The append-only event log in one LMDB environment, and the state its events fold into.
 ///
@@ -51,9 +52,8 @@ public final class EventStore: @unchecked Sendable {
     public let clock: EventClock
 
     /// The newest state this process knows of, the seq it follows, and the progress since
-    /// the last keyframe. Guarded by `lock`, which also serialises this process's writers.
-    private var tip = Tip.unknown
-    private let lock = NSLock()
+    /// the last keyframe. Its lock also serialises this process's writers.
+    private let tip = Mutex(Tip.unknown)
     let groupCommitter = GroupCommitter()
 
     private enum MetaKey {
@@ -126,7 +126,8 @@ public final class EventStore: @unchecked Sendable {
         (meta, events, keyframes, keyframePolicy, format) = opened
         // A log damaged near its end still opens, so that its good part can be read, verified
         // and salvaged; the first write rebuilds the tip and is refused while the damage stands.
-        tip = (try? environment.read { txn in try currentTip(in: txn) }) ?? .unknown
+        let known = (try? environment.read { txn in try currentTip(in: txn) }) ?? .unknown
+        tip.withLock { $0 = known }
     }
 
     private static func readUInt32(_ bytes: UnsafeRawBufferPointer, _ key: String) throws -> UInt32 {
@@ -167,32 +168,33 @@ public final class EventStore: @unchecked Sendable {
     @discardableResult
     public func transact<R>(_ body: (inout AppendBatch) throws -> R) throws -> R {
         guard !isReadOnly else { throw EventStoreError.readOnly }
-        lock.lock()
-        defer { lock.unlock() }
-        var newTip = Tip.unknown
-        let result = try environment.write { txn in
-            // Hand the tip over to the batch rather than share it, so that the batch's state is
-            // uniquely referenced and its writes mutate in place: a shared state would be copied
-            // on the first write, which for a state of 100,000 objects costs milliseconds.
-            var start = Tip.unknown
-            swap(&start, &tip)
-            if try lastSeq(in: txn) != start.seq { start = try currentTip(in: txn) }
-            return try txn.withCursor(events) { eventsCursor in
-                try txn.withCursor(keyframes) { keyframesCursor in
-                    // Moved through a local: a variable captured by a closure cannot be consumed.
-                    var batchTip = Tip.unknown
-                    swap(&batchTip, &start)
-                    var batch = AppendBatch(store: self, transaction: txn.handle, events: eventsCursor.handle,
-                                            keyframes: keyframesCursor.handle, tip: consume batchTip)
-                    let result = try body(&batch)
-                    newTip = batch.tip
-                    return result
+        var result: R?
+        try tip.withLock { tip throws in
+            var newTip = Tip.unknown
+            result = try environment.write { txn in
+                // Hand the tip over to the batch rather than share it, so that the batch's state is
+                // uniquely referenced and its writes mutate in place: a shared state would be copied
+                // on the first write, which for a state of 100,000 objects costs milliseconds.
+                var start = Tip.unknown
+                swap(&start, &tip)
+                if try lastSeq(in: txn) != start.seq { start = try currentTip(in: txn) }
+                return try txn.withCursor(events) { eventsCursor in
+                    try txn.withCursor(keyframes) { keyframesCursor in
+                        // Moved through a local: a variable captured by a closure cannot be consumed.
+                        var batchTip = Tip.unknown
+                        swap(&batchTip, &start)
+                        var batch = AppendBatch(store: self, transaction: txn.handle, events: eventsCursor.handle,
+                                                keyframes: keyframesCursor.handle, tip: consume batchTip)
+                        let result = try body(&batch)
+                        newTip = batch.tip
+                        return result
+                    }
                 }
             }
+            // On failure the tip stays unknown and the next use rebuilds it from a keyframe.
+            tip = newTip
         }
-        // On failure the tip stays unknown and the next use rebuilds it from a keyframe.
-        tip = newTip
-        return result
+        return result!
     }
 
     /// Makes room for at least `bytes` more in the database before a `transact` whose body
@@ -291,11 +293,7 @@ public final class EventStore: @unchecked Sendable {
         let last = try lastSeq(in: txn)
         guard seq <= last else { throw EventStoreError.noSuchEvent(seq: seq, last: last) }
         // The newest state is at hand unless a writer of this process holds it right now.
-        if lock.try() {
-            let known = tip
-            lock.unlock()
-            if known.seq == seq { return known.state }
-        }
+        if let known = tip.withLockIfAvailable({ $0.seq == seq ? $0.state : nil }), let state = known { return state }
         return try rollForward(from: try keyframe(atOrBefore: seq, in: txn), to: seq, in: txn).state
     }
 

@@ -1,6 +1,7 @@
 import Deploys
 import EventLog
 import Foundation
+import HTTPFetch
 
 /// `eventlog deploy ACTION`: the deploy client of one app install, and the publisher.
 enum DeployCommands {
@@ -57,7 +58,8 @@ enum DeployCommands {
         case "publish":
             return try publish(bundle, arguments, context)
         case "check", "download", "install", "deliver", "foreground", "confirm", "status":
-            let client = try makeClient(arguments, context, needsServer: !["install", "confirm", "status"].contains(action))
+            let client = try makeClient(arguments, context, needsServer: !["install", "confirm", "status"].contains(action),
+                                        createsAppDirectory: ["check", "download", "deliver", "foreground"].contains(action))
             let first = try attempt { try client.store.lastSeq() } + 1
             var failure: String?
             try attempt(writingTo: context.databasePath) {
@@ -72,7 +74,7 @@ enum DeployCommands {
                     default: try client.recover()
                     }
                 } catch let error as DeployError {
-                    throw CLIError.badInput("\(error)")
+                    throw cliError(error)
                 }
             }
             let records = try attempt { () throws -> [EventRecord] in
@@ -95,9 +97,10 @@ enum DeployCommands {
                 }
             }
             if let failure { throw CLIError.badInput(failure) }
+            // Any refusal in this run is its result, even when later steps went on (a launch still reloads).
             let failed: Set<String> = ["checkFailed", "downloadFailed", "integrityFailed", "failedToUpdateWorkingDirectory"]
-            if let last = records.last, failed.contains(last.event.type) {
-                throw CLIError.problem("\(last.event.type): \(last.event.payload["reason"]?.stringValue ?? "")")
+            if let failure = records.last(where: { failed.contains($0.event.type) }) {
+                throw CLIError.problem("\(failure.event.type): \(failure.event.payload["reason"]?.stringValue ?? "")")
             }
             return .ok
         default:
@@ -115,8 +118,7 @@ enum DeployCommands {
             manifest = try publisher.publish(bundle: bundle, runtimeVersion: runtime, launchAsset: arguments.value("launch-asset") ?? "index.html",
                                              id: arguments.value("id") ?? UUID().uuidString.lowercased())
         } catch {
-            if case .filesystem = error { throw CLIError.unavailable("\(error)") }
-            throw CLIError.badInput("\(error)")
+            throw cliError(error)
         }
         if context.json {
             context.printJSON(manifest.json)
@@ -126,10 +128,24 @@ enum DeployCommands {
         return .ok
     }
 
-    private static func makeClient(_ arguments: ParsedArguments, _ context: Context, needsServer: Bool) throws(CLIError) -> DeployClient {
+    /// Bad input is exit 2; an app directory another client holds, or one that cannot be
+    /// written, exit 3; a refused update is recorded and exits 1 after the run.
+    private static func cliError(_ error: DeployError) -> CLIError {
+        switch error {
+        case .usage(let reason): CLIError.usage(reason)
+        case .busy, .filesystem: CLIError.unavailable("\(error)")
+        default: CLIError.badInput("\(error)")
+        }
+    }
+
+    private static func makeClient(_ arguments: ParsedArguments, _ context: Context, needsServer: Bool,
+                                   createsAppDirectory: Bool) throws(CLIError) -> DeployClient {
         guard let runtime = arguments.value("runtime-version") else { throw CLIError.usage("deploy needs --runtime-version V") }
         let serverText = arguments.value("server")
         if needsServer, serverText == nil { throw CLIError.usage("deploy needs --server URL|DIR") }
+        if let serverText, case .server(let url) = DeploySource(serverText), let problem = HTTPFetch.problem(with: url) {
+            throw CLIError.usage("--server: \(problem)")
+        }
         func behavior(_ name: String) throws(CLIError) -> DeployBehavior? {
             try arguments.value(name).map { (text) throws(CLIError) in
                 guard let behavior = DeployBehavior(rawValue: text) else {
@@ -151,12 +167,16 @@ enum DeployCommands {
         let directory: AppDirectory
         do {
             target = try DeployTarget(runtimeVersion: runtime, platform: arguments.value("platform") ?? "ios", projectToken: token)
-            directory = try AppDirectory(path: arguments.value("app-dir") ?? "./app")
         } catch {
-            if case .filesystem = error { throw CLIError.unavailable("\(error)") }
-            throw CLIError.usage("\(error)")
+            throw cliError(error)
         }
+        // The log first: a database that cannot be opened leaves no app directory behind.
         let store = try context.openStore(writable: true)
+        do {
+            directory = try AppDirectory(path: arguments.value("app-dir") ?? "./app", create: createsAppDirectory)
+        } catch {
+            throw cliError(error)
+        }
         let client = DeployClient(store: store, directory: directory, source: DeploySource(serverText ?? "."), target: target)
         if let launch { client.launchBehavior = launch }
         if let foreground { client.foregroundBehavior = foreground }

@@ -4,7 +4,7 @@ import Objects
 
 /// The commands that read, check, export and import the log itself.
 enum LogCommands {
-    static let all: [CommandSpec] = [info, log, history, show, snapshot, diff, verify, salvage, export, ImportCommand.spec, rebuild]
+    static let all: [CommandSpec] = [info, log, history, watch, show, snapshot, diff, verify, salvage, export, ImportCommand.spec, rebuild]
 
     static let info = CommandSpec(
         name: "info",
@@ -57,13 +57,76 @@ enum LogCommands {
             With --json, one JSON record per line (NDJSON), as 'export' writes them. The filters
             combine: every one given must hold.
             """,
-        options: rangeOptions + filterOptions
+        options: rangeOptions + filterOptions + [
+            .init(name: "follow", value: nil, help: "Then print each new event as it commits, from any process, until Ctrl-C or the reader closes the pipe."),
+        ]
     ) { arguments, context in
         let filter = try eventFilter(arguments)
         let store = try context.openStore()
-        try forEachRecord(in: store, arguments) { record in
+        func print(_ record: EventRecord) {
             guard filter.keeps(record.event) else { return }
             context.console.line(context.json ? record.jsonValue.json() : Render.logLine(record))
+        }
+        guard arguments.flag("follow") else {
+            try forEachRecord(in: store, arguments) { print($0) }
+            return .ok
+        }
+        guard arguments.value("to") == nil else { throw CLIError.usage("--follow has no end: leave out --to") }
+        // A reader that goes away must end the command, not kill it.
+        signal(SIGPIPE, SIG_IGN)
+        let from = try arguments.seq("from") ?? 1
+        try attempt {
+            try store.follow(after: from > 0 ? from - 1 : 0, stop: { context.console.isOutputClosed }) { records in
+                records.forEach(print)
+                context.console.flush()
+                return !context.console.isOutputClosed
+            }
+        }
+        return .ok
+    }
+
+    static let watch = CommandSpec(
+        name: "watch",
+        summary: "Print a path's value, then each change to it as events commit, from any process.",
+        discussion: """
+            Each line is the seq of the event that changed it and the new value (absent when it was
+            removed); with --where, whether the expression holds, each time that changes. Runs until
+            Ctrl-C or the reader closes the pipe.
+            """,
+        arguments: [.init(name: "PATH", help: "A state path, such as messenger.listFilter.", isOptional: true)],
+        options: [.init(name: "where", value: "EXPR", help: "Watch whether this expression holds instead of a path.")]
+    ) { arguments, context in
+        let path = try arguments.positionals.first.map { (text) throws(CLIError) in try statePath(text, "PATH") }
+        let predicate = try arguments.value("where").map { (text) throws(CLIError) -> StatePredicate in
+            do { return try StatePredicate(parsing: text) } catch { throw CLIError.usage("--where: \(error)") }
+        }
+        guard (path == nil) != (predicate == nil) else { throw CLIError.usage("give a PATH or --where EXPR, one of them") }
+        let store = try context.openStore()
+        func value(_ state: StateValue) -> StateValue? {
+            if let path { return state[path] }
+            return .bool(predicate!.evaluate(state))
+        }
+        signal(SIGPIPE, SIG_IGN)
+        let start = try attempt { try store.lastSeq() }
+        var state = try attempt { try store.snapshot(after: start) }
+        var last = value(state)
+        func show(_ seq: UInt64, _ current: StateValue?) {
+            let text = current.map { $0.json() } ?? "(absent)"
+            context.console.line(context.json ? StateValue.object(["seq": .int(Int64(seq)), "value": current ?? .null]).json() : "\(seq)  \(text)")
+        }
+        show(start, last)
+        context.console.flush()
+        try attempt {
+            try store.follow(after: start, stop: { context.console.isOutputClosed }) { records in
+                for record in records {
+                    try state.apply(record.event.writes)
+                    let current = value(state)
+                    if current != last { show(record.seq, current) }
+                    last = current
+                }
+                context.console.flush()
+                return !context.console.isOutputClosed
+            }
         }
         return .ok
     }

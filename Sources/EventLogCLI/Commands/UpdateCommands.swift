@@ -1,5 +1,6 @@
 import EventLog
 import Foundation
+import HTTPFetch
 import UpdatePrompts
 
 /// `eventlog update-check`: the App Store version check and the person's answer.
@@ -57,6 +58,7 @@ enum UpdateCommands {
         if let declines = try arguments.count("max-declines") { policy.maxDeclines = declines }
         policy.osVersion = try arguments.value("os-version").map { (text) throws(CLIError) in try version(text, "--os-version") }
         policy.promptIntervalDays = try arguments.count("prompt-interval-days")
+        if let days = policy.promptIntervalDays, days > 36_500 { throw CLIError.usage("--prompt-interval-days must be at most 36500 (a century), not \(days)") }
         let timeout = try arguments.value("timeout").map { (text) throws(CLIError) -> Double in
             guard let seconds = Double(text), seconds > 0, seconds <= 3_600 else {
                 throw CLIError.usage("--timeout must be a number of seconds above 0 and at most 3600, not \"\(text)\"")
@@ -64,6 +66,9 @@ enum UpdateCommands {
             return seconds
         } ?? 10
         if let lookupText, lookupText.isEmpty { throw CLIError.usage("--lookup must not be empty") }
+        if let lookupText, case .url(let url) = StoreLookupSource(lookupText), let problem = HTTPFetch.problem(with: url) {
+            throw CLIError.usage("--lookup: \(problem)")
+        }
 
         let store = try context.openStore(writable: true)
         let prompter = UpdatePrompter(store: store, installedVersion: installed ?? AppVersion("0")!, policy: policy)

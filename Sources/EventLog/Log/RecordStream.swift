@@ -1,0 +1,145 @@
+import Dispatch
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Wakes a waiter when the log's data file changes, in this process or any other. LMDB sends
+/// no notification, but every commit writes its pages and meta page into `data.mdb` with
+/// `pwrite`, which inotify reports; where inotify is unavailable (or runs out of watches),
+/// the wait falls back to polling every `pollInterval`. Either way the waiter re-reads the
+/// log, so a missed or spurious wake-up costs a read, never an event.
+final class CommitSignal: @unchecked Sendable {
+    private let inotify: Int32
+    /// A pipe `wake()` writes to: its read end is polled with the inotify descriptor.
+    private let wakeup: (read: Int32, write: Int32)
+    /// How long a wait lasts without a file event: the polling fallback's period, and the bound
+    /// on how late a commit is seen if an event were ever lost.
+    let pollInterval: Double
+
+    init(dataFile: String, pollInterval: Double = 0.25) {
+        self.pollInterval = pollInterval
+        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        if fd >= 0, inotify_add_watch(fd, dataFile, UInt32(IN_MODIFY)) < 0 { close(fd); inotify = -1 } else { inotify = fd }
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) == 0 {
+            for end in ends { _ = fcntl(end, F_SETFL, O_NONBLOCK); _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        }
+        wakeup = (ends[0], ends[1])
+    }
+
+    deinit {
+        for fd in [inotify, wakeup.read, wakeup.write] where fd >= 0 { close(fd) }
+    }
+
+    /// Whether changes come from inotify (otherwise from polling).
+    var isNotified: Bool { inotify >= 0 }
+
+    /// Blocks until the data file changes, `wake()` is called, or `pollInterval` passes.
+    func wait() {
+        var fds = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeup.read, events: Int16(POLLIN), revents: 0)]
+        _ = poll(&fds, nfds_t(fds.count), Int32(pollInterval * 1_000))
+        var drain = [UInt8](repeating: 0, count: 4_096)
+        if inotify >= 0 { while read(inotify, &drain, drain.count) > 0 {} }
+        if wakeup.read >= 0 { while read(wakeup.read, &drain, drain.count) > 0 {} }
+    }
+
+    /// Ends a `wait` at once (from any thread).
+    func wake() {
+        var one: UInt8 = 1
+        _ = write(wakeup.write, &one, 1)
+    }
+}
+
+extension EventStore {
+    /// The records after `seq` in order: those already in the log, then each new one as it
+    /// commits, from this process or another, until the task is cancelled. Every record is
+    /// delivered once, none is skipped; records are read in short read transactions (at most
+    /// `chunk` at a time), so a slow consumer never holds one open, and waiting blocks a thread
+    /// of its own, not the caller's.
+    public func records(after seq: UInt64, chunk: Int = 1_024) -> RecordStream {
+        RecordStream(store: self, after: seq, chunk: chunk)
+    }
+
+    /// Calls `body` with the records after `seq` in order, a chunk at a time: those already in
+    /// the log, then new ones as they commit (from any process), until `body` returns `false`.
+    /// Blocks the calling thread while it waits; `stop`, checked at every wake-up (at least
+    /// every quarter second), ends it too.
+    public func follow(after seq: UInt64, chunk: Int = 1_024, stop: () -> Bool = { false },
+                       _ body: ([EventRecord]) throws -> Bool) throws {
+        let signal = CommitSignal(dataFile: path + "/data.mdb")
+        var delivered = seq
+        while !stop() {
+            let records = try records(after: delivered, limit: Swift.max(1, chunk))
+            if records.isEmpty {
+                signal.wait()
+                continue
+            }
+            delivered = records[records.count - 1].seq
+            guard try body(records) else { return }
+        }
+    }
+
+    /// The records after `seq`, at most `limit`, read in one short read transaction.
+    func records(after seq: UInt64, limit: Int) throws -> [EventRecord] {
+        var records: [EventRecord] = []
+        guard seq < UInt64.max else { return records }
+        try forEachRecord(from: seq + 1) { record in
+            records.append(record)
+            return records.count < limit
+        }
+        return records
+    }
+}
+
+/// The `AsyncSequence` of `EventStore.records(after:)`.
+public struct RecordStream: AsyncSequence, Sendable {
+    public typealias Element = EventRecord
+    let store: EventStore
+    let after: UInt64
+    let chunk: Int
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(store: store, delivered: after, chunk: Swift.max(1, chunk),
+                 signal: CommitSignal(dataFile: store.path + "/data.mdb"))
+    }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        let store: EventStore
+        var delivered: UInt64
+        let chunk: Int
+        let signal: CommitSignal
+        var buffer: [EventRecord] = []
+        var index = 0
+
+        /// The next record, waiting for one to commit; `nil` once the task is cancelled.
+        public mutating func next() async throws -> EventRecord? {
+            while index == buffer.count {
+                if Task.isCancelled { return nil }
+                buffer = try store.records(after: delivered, limit: chunk)
+                index = 0
+                if buffer.isEmpty { await waitForCommit() }
+            }
+            let record = buffer[index]
+            index += 1
+            delivered = record.seq
+            return record
+        }
+
+        /// Waits on a thread of Dispatch's, so that the cooperative pool is never blocked;
+        /// cancellation wakes the wait at once.
+        private func waitForCommit() async {
+            let signal = self.signal
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    DispatchQueue.global().async {
+                        signal.wait()
+                        continuation.resume()
+                    }
+                }
+            } onCancel: {
+                signal.wake()
+            }
+        }
+    }
+}
