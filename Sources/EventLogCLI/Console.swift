@@ -92,8 +92,12 @@ private final class FileDescriptorBuffer: Sendable {
     private let descriptor: Int32
     private let bytes: Mutex<[UInt8]>
     private let closed = Atomic<Bool>(false)
-    /// Whether a write found the reader gone (`EPIPE`).
-    var isClosed: Bool { closed.load(ordering: .relaxed) }
+    /// Whether the reader is gone: a write failed (`EPIPE`), or the pipe reports it hung up.
+    var isClosed: Bool {
+        if closed.load(ordering: .relaxed) { return true }
+        var fd = pollfd(fd: descriptor, events: 0, revents: 0)
+        return poll(&fd, 1, 0) == 1 && fd.revents & Int16(POLLERR | POLLHUP) != 0
+    }
 
     init(descriptor: Int32) {
         self.descriptor = descriptor

@@ -162,9 +162,9 @@ import Testing
 
 @Suite struct ParsingTests {
     @Test(arguments: [
-        (["frob"], "Error: unknown command 'frob'; the commands are: info, log, history, show, snapshot, diff, verify, salvage, export, import, rebuild, open, routes, capture, demo, objects, update-check, deploy, replay, bisect\nUsage: eventlog <command> [arguments] [--db PATH] [--json]\n"),
-        (["log", "--bogus"], "Error: unknown option '--bogus' for 'log'\nUsage: eventlog log [--from N] [--to N] [--stream S[,S…]] [--type T[,T…]] [--outcome O[,O…]] [--hide-noop] [--touching PATH] [--db PATH] [--json]\n"),
-        (["log", "--from"], "Error: --from needs a value (N)\nUsage: eventlog log [--from N] [--to N] [--stream S[,S…]] [--type T[,T…]] [--outcome O[,O…]] [--hide-noop] [--touching PATH] [--db PATH] [--json]\n"),
+        (["frob"], "Error: unknown command 'frob'; the commands are: info, log, history, watch, show, snapshot, diff, verify, salvage, export, import, rebuild, open, routes, capture, demo, objects, update-check, deploy, replay, bisect\nUsage: eventlog <command> [arguments] [--db PATH] [--json]\n"),
+        (["log", "--bogus"], "Error: unknown option '--bogus' for 'log'\nUsage: eventlog log [--from N] [--to N] [--stream S[,S…]] [--type T[,T…]] [--outcome O[,O…]] [--hide-noop] [--touching PATH] [--follow] [--db PATH] [--json]\n"),
+        (["log", "--from"], "Error: --from needs a value (N)\nUsage: eventlog log [--from N] [--to N] [--stream S[,S…]] [--type T[,T…]] [--outcome O[,O…]] [--hide-noop] [--touching PATH] [--follow] [--db PATH] [--json]\n"),
         (["show"], "Error: missing N\nUsage: eventlog show N [--path PATH] [--db PATH] [--json]\n"),
         (["show", "1", "2"], "Error: unexpected argument '2'\nUsage: eventlog show N [--path PATH] [--db PATH] [--json]\n"),
         (["show", "-3"], "Error: N must be a whole number (0 or more), not \"-3\"\nUsage: eventlog show N [--path PATH] [--db PATH] [--json]\n"),

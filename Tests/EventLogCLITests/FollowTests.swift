@@ -1,0 +1,106 @@
+import EventLog
+import EventLogTesting
+import Foundation
+import Testing
+
+/// The change stream: events committed by other processes reach a follower in order, none
+/// missing or twice; cancellation and a closed pipe end it.
+struct FollowTests {
+    let dir = TemporaryDirectory("follow")
+    var db: String { dir.file("shared.lmdb") }
+
+    /// Two child processes importing `count` counter events each, in small batches.
+    func startWriters(count: Int) throws -> [Process] {
+        try ["a", "b"].map { name in
+            try counterEvents(key: name, count: count).write(toFile: dir.file("\(name).jsonl"), atomically: true, encoding: .utf8)
+            let process = try spawnEventlog(["import", dir.file("\(name).jsonl"), "--batch", "7", "--db", db])
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            return process
+        }
+    }
+
+    @Test func aFollowerSeesEveryEventOfOtherProcessesOnceInOrder() async throws {
+        try counterEvents(key: "start", count: 1).write(toFile: dir.file("start.jsonl"), atomically: true, encoding: .utf8)
+        #expect(eventlog(["import", dir.file("start.jsonl"), "--db", db]).code == 0)
+        let store = try EventStore(path: db, options: { var o = EventStore.Options(); o.readOnly = true; return o }())
+        let writers = try startWriters(count: 1_000)
+        var seqs: [UInt64] = []
+        var values: [String: Int64] = [:]
+        for try await record in store.records(after: 0) {
+            seqs.append(record.seq)
+            for write in record.event.writes { values[write.path.description] = write.new?.intValue }
+            if seqs.count == 2_001 { break }
+        }
+        for writer in writers { writer.waitUntilExit() }
+        #expect(seqs == Array(1...2_001))
+        #expect(values["a"] == 999 && values["b"] == 999)
+    }
+
+    @Test func cancellationEndsAWaitingStream() async throws {
+        try counterEvents(key: "c", count: 3).write(toFile: dir.file("c.jsonl"), atomically: true, encoding: .utf8)
+        _ = eventlog(["import", dir.file("c.jsonl"), "--db", db])
+        let store = try EventStore(path: db)
+        let follower = Task {
+            var count = 0
+            for try await _ in store.records(after: 0) { count += 1 }
+            return count
+        }
+        try await Task.sleep(nanoseconds: 300_000_000)
+        follower.cancel()
+        // The wait is woken at once, not at the next poll: well under a second even on a busy machine.
+        let count = try await follower.value
+        #expect(count == 3)
+    }
+
+    @Test func logFollowPrintsNewEventsAndEndsWhenThePipeCloses() throws {
+        try counterEvents(key: "start", count: 1).write(toFile: dir.file("start.jsonl"), atomically: true, encoding: .utf8)
+        _ = eventlog(["import", dir.file("start.jsonl"), "--db", db])
+        let follower = try spawnEventlog(["log", "--follow", "--json", "--db", db])
+        let output = Pipe()
+        follower.standardOutput = output
+        try follower.run()
+        let writers = try startWriters(count: 200)
+        var text = ""
+        let reader = output.fileHandleForReading
+        while text.split(separator: "\n").count < 401 {
+            let chunk = reader.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        for writer in writers { writer.waitUntilExit() }
+        let seqs = text.split(separator: "\n").compactMap { try? StateValue(json: String($0))["seq"]?.intValue }
+        #expect(seqs == Array(1...401))
+        try reader.close()
+        follower.waitUntilExit()
+        #expect(follower.terminationReason == .exit && follower.terminationStatus == 0)
+    }
+
+    @Test func watchPrintsDistinctValuesOnly() throws {
+        // 1, 1, 2, 2, 3: the watcher prints 1 (the start), then 2 and 3.
+        let lines = [1, 1, 2, 2, 3].enumerated().map { index, value in
+            #"{"stream":"t","type":"set","writes":[{"path":"v",\#(index == 0 ? "" : #""old":\#([1, 1, 2, 2, 3][index - 1]),"#)"new":\#(value)}]}"#
+        }
+        try lines[0].write(toFile: dir.file("first.jsonl"), atomically: true, encoding: .utf8)
+        _ = eventlog(["import", dir.file("first.jsonl"), "--db", db])
+        let watcher = try spawnEventlog(["watch", "v", "--db", db])
+        let output = Pipe()
+        watcher.standardOutput = output
+        try watcher.run()
+        var text = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self) // its start, before any change
+        for (index, line) in lines.enumerated().dropFirst() {
+            try line.write(toFile: dir.file("\(index).jsonl"), atomically: true, encoding: .utf8)
+            #expect(eventlog(["import", dir.file("\(index).jsonl"), "--db", db]).code == 0)
+        }
+        while text.split(separator: "\n").count < 3 {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        // Not `terminate()`: a child spawned from a Dispatch thread inherits its blocked signals.
+        try output.fileHandleForReading.close()
+        watcher.waitUntilExit()
+        #expect(text == "1  1\n3  2\n5  3\n")
+        #expect(watcher.terminationReason == .exit && watcher.terminationStatus == 0)
+    }
+}
