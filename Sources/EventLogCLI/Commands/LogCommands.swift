@@ -102,25 +102,30 @@ enum LogCommands {
         }
         guard (path == nil) != (predicate == nil) else { throw CLIError.usage("give a PATH or --where EXPR, one of them") }
         let store = try context.openStore()
-        func value(_ state: StateValue) -> StateValue? {
-            if let path { return state[path] }
-            return .bool(predicate!.evaluate(state))
-        }
         signal(SIGPIPE, SIG_IGN)
         let start = try attempt { try store.lastSeq() }
-        var state = try attempt { try store.snapshot(after: start) }
-        var last = value(state)
+        let state = try attempt { try store.snapshot(after: start) }
         func show(_ seq: UInt64, _ current: StateValue?) {
             let text = current.map { $0.json() } ?? "(absent)"
             context.console.line(context.json ? StateValue.object(["seq": .int(Int64(seq)), "value": current ?? .null]).json() : "\(seq)  \(text)")
         }
+        // A path is followed through write sets alone; an expression needs the whole state.
+        var observed = path.map { ObservedValue($0, in: state) }
+        var whole = state
+        var last: StateValue? = if let observed { observed.value } else { .bool(predicate!.evaluate(state)) }
         show(start, last)
         context.console.flush()
         try attempt {
             try store.follow(after: start, stop: { context.console.isOutputClosed }) { records in
                 for record in records {
-                    try state.apply(record.event.writes)
-                    let current = value(state)
+                    let current: StateValue?
+                    if observed != nil {
+                        observed!.apply(record.event.writes)
+                        current = observed!.value
+                    } else {
+                        try whole.apply(record.event.writes)
+                        current = .bool(predicate!.evaluate(whole))
+                    }
                     if current != last { show(record.seq, current) }
                     last = current
                 }
