@@ -67,7 +67,7 @@ let package = Package(
         // binary built with `-sanitize=fuzzer -DFUZZING` (tools/fuzz.sh).
         .executableTarget(
             name: "eventlog-fuzz",
-            dependencies: ["EventLog", "Effects", "DemoMessenger"],
+            dependencies: ["EventLog", "Effects", "DemoMessenger", "Deploys", "UpdatePrompts"],
             path: "Tests/EventLogFuzz",
             exclude: ["Corpus"],
             swiftSettings: [.enableExperimentalFeature("Extern")] // `@_extern(c)`, to call libFuzzer's driver

@@ -15,7 +15,7 @@ source tools/install-deps.sh
 seconds=${1:-60}
 shift $(($# > 0 ? 1 : 0))
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(record json path predicate router capture import)
+[ ${#targets[@]} -gt 0 ] || targets=(record json path predicate router capture import manifest version)
 
 # A scratch path of its own, so that the sanitizer flags do not rebuild the main build's modules.
 scratch=.build/fuzz

@@ -102,7 +102,7 @@ extension ManifestAnswer {
     /// Reads a manifest response of either shape the protocol allows: a JSON manifest, or
     /// `multipart/mixed` with `manifest`, `extensions` and `directive` parts (found by their
     /// `name`, in any order; unknown parts and directive types are ignored).
-    init(status: Int, contentType: String?, body: [UInt8]) throws(DeployError) {
+    package init(status: Int, contentType: String?, body: [UInt8]) throws(DeployError) {
         if status == 204 { self = .noUpdateAvailable; return }
         let mediaType = contentType.map(MediaType.init) ?? MediaType("application/json")
         switch mediaType.type {

@@ -1,6 +1,8 @@
 import DemoMessenger
+import Deploys
 import Effects
 import EventLog
+import UpdatePrompts
 
 /// The fuzz targets, by name. Each takes one input of any bytes, must never crash on it, and
 /// traps (`precondition`) when a property it checks fails, so that libFuzzer reports the input.
@@ -12,6 +14,8 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "router": fuzzRouter,
     "capture": fuzzCapture,
     "import": fuzzImport,
+    "manifest": fuzzManifest,
+    "version": fuzzVersion,
 ]
 
 /// The stored-record decoder, and the value decoders beneath it. The input is a record's
@@ -104,4 +108,27 @@ func fuzzImport(_ input: [UInt8]) {
     let reimported = (try? StateValue(json: record.jsonValue.json())).flatMap { try? ImportedEvent(json: $0) }
     precondition(reimported?.event == imported.event && reimported?.seq == seq && reimported?.time == time,
                  "an imported event's export does not import back")
+}
+
+/// A manifest answer, as a deploy server sends it: the first byte picks the content type (JSON,
+/// or multipart/mixed with the boundary `b`), the rest is the body. Checks that a manifest that
+/// reads writes out as JSON that reads back to the same manifest.
+func fuzzManifest(_ input: [UInt8]) {
+    guard let first = input.first else { return }
+    let contentType = first & 1 == 0 ? "application/json" : "multipart/mixed; boundary=b"
+    guard case .update(let manifest, _)? = try? ManifestAnswer(status: 200, contentType: contentType, body: Array(input.dropFirst())) else { return }
+    let again = try? UpdateManifest(json: Array(manifest.json.json().utf8))
+    precondition(again == manifest, "a manifest does not read back from its own JSON")
+}
+
+/// App versions: two texts split at the first newline. Checks that the order is total and
+/// consistent: each equals itself, exactly one of <, ==, > holds, and equal versions hash alike.
+func fuzzVersion(_ input: [UInt8]) {
+    let text = String(decoding: input, as: UTF8.self)
+    let parts = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+    guard let a = AppVersion(parts[0]) else { return }
+    precondition(a == a && !(a < a), "a version is not equal to itself")
+    guard parts.count == 2, let b = AppVersion(parts[1]) else { return }
+    precondition([a < b, a == b, b < a].filter { $0 }.count == 1, "\(a) and \(b) are not ordered one way")
+    if a == b { precondition(a.hashValue == b.hashValue, "\(a) == \(b) but their hashes differ") }
 }
