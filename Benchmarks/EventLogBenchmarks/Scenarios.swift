@@ -254,6 +254,29 @@ enum Scenarios {
             note: "ops/s are whole bisects per second over \(log.events) events; each answer is checked")
     }
 
+    /// `history`: every event that changed one property, from write sets alone, against a scan
+    /// of whole records through `forEachRecord`; both must find the same changes.
+    static func history(_ log: BigLog) throws -> ScenarioReport {
+        let path = Workload.paths[3]
+        var fromWriteSets = 0
+        let historySeconds = try time { try log.store.forEachChange(of: path) { _, _ in fromWriteSets += 1; return true } }
+        var fromRecords = 0
+        let scanSeconds = try time {
+            try log.store.forEachRecord { record in
+                if record.event.writes.contains(where: { $0.seen(from: path) != nil }) { fromRecords += 1 }
+                return true
+            }
+        }
+        guard fromWriteSets == fromRecords, fromWriteSets > 0 else {
+            throw BenchmarkError(description: "history found \(fromWriteSets) changes, the record scan \(fromRecords)")
+        }
+        return ScenarioReport(
+            name: "history", summary: "every event that changed \(path) (eventlog history), over the whole log",
+            measurements: [Measurement(subject: "eventlog", operations: log.events, seconds: historySeconds, extra: [("changes", Double(fromWriteSets))]),
+                           Measurement(subject: "forEachRecord scan", operations: log.events, seconds: scanSeconds)],
+            note: "ops/s are events of the log scanned per second")
+    }
+
     static func verify(_ log: BigLog) throws -> ScenarioReport {
         var report: VerificationReport?
         let seconds = try time { report = try log.store.verify() }

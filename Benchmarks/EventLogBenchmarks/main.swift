@@ -62,7 +62,7 @@ let batchRuns = [(100, false), (10_000, false), (1, true), (100, true), (10_000,
 }
 /// The steps that read one shared million-event log, with the scenarios each reports.
 let readSteps = [("replay", ["replay", "replay.state"]), ("snapshot.random", ["snapshot.random"]),
-                 ("bisect.where", ["bisect.where"]), ("verify", ["verify"]), ("storage", ["storage"])]
+                 ("bisect.where", ["bisect.where"]), ("history", ["history"]), ("verify", ["verify"]), ("storage", ["storage"])]
 let objectScenarios = ["objects.create", "objects.update", "objects.delete", "objects.replay", "objects.fetch"]
 let allScenarios = ["append.durable.single"] + batchRuns.map(\.name) + ["append.concurrent"] + objectScenarios
     + readSteps.flatMap(\.1) + ["import.jsonl", "deploy.download"]
@@ -115,6 +115,7 @@ do {
                 case "replay": try Scenarios.replay(log)
                 case "snapshot.random": [try Scenarios.snapshots(log, probes: sizes.snapshotProbes)]
                 case "bisect.where": [try Scenarios.bisect(log, runs: sizes.bisects)]
+                case "history": [try Scenarios.history(log)]
                 case "verify": [try Scenarios.verify(log)]
                 default: [try Scenarios.storage(log)]
                 }

@@ -1,3 +1,4 @@
+import EventLogTesting
 import EventLog
 import Testing
 
@@ -54,5 +55,40 @@ struct EventFilterTests {
         #expect(under.seen(from: "deploy") == nil)
         let created = Write("messenger", old: nil, new: ["listFilter": "bots"])
         #expect(created.seen(from: "messenger.listFilter") == Write("messenger.listFilter", old: nil, new: "bots"))
+    }
+}
+
+struct HistoryTests {
+    @Test func changesFromWriteSetsEqualAScanOfRecords() throws {
+        let temporary = try TemporaryEventStore()
+        let store = temporary.store
+        var state = StateValue.emptyObject
+        var rng = SystemRandomNumberGenerator()
+        let paths: [StatePath] = ["a", "a.b", "a.b.c", "a.d", "e"]
+        for index in 0..<10_000 {
+            let path = paths.randomElement(using: &rng)!
+            var next = state
+            let value: StateValue? = index % 7 == 0 ? nil : (Bool.random(using: &rng) ? .int(Int64(index)) : ["x": .int(Int64(index))])
+            do { try next.set(value, at: path) } catch { continue } // a path through a number
+            guard next != state else { continue }
+            try store.append(Event(stream: "t", type: "w", writes: [Write(path, old: state[path], new: value)]))
+            state = next
+        }
+        for path in paths + ["a.b.c.x", "nothing"] as [StatePath] {
+            var fromWriteSets: [UInt64] = []
+            try store.forEachChange(of: path) { seq, writes in
+                #expect(writes.allSatisfy { $0.path.relative(to: path) != nil })
+                fromWriteSets.append(seq)
+                return true
+            }
+            var scanned: [UInt64] = []
+            try store.forEachRecord { record in
+                if record.event.writes.contains(where: { $0.seen(from: path) != nil }) { scanned.append(record.seq) }
+                return true
+            }
+            #expect(fromWriteSets == scanned, "\(path)")
+            if path != "nothing" { #expect(!scanned.isEmpty, "no event changed \(path): the test checks nothing") }
+        }
+        #expect(try store.lastSeq() > 5_000)
     }
 }

@@ -148,11 +148,14 @@ enum LogCommands {
         options: rangeOptions
     ) { arguments, context in
         let path = try statePath(arguments.positionals[0], "PATH")
+        let from = try arguments.seq("from") ?? 1
+        let to = try arguments.seq("to") ?? .max
+        guard from <= to else { throw CLIError.badInput("--from \(from) is after --to \(to)") }
         let store = try context.openStore()
         var changes = 0
-        try forEachRecord(in: store, arguments) { record in
-            let writes = record.event.writes.compactMap { $0.seen(from: path) }
-            guard !writes.isEmpty else { return }
+        // Write sets are scanned; only the events that changed the path are read whole.
+        try attempt { try store.forEachChange(of: path, from: from, to: to) { seq, writes in
+            guard let record = try store.record(seq) else { return false }
             changes += 1
             if context.json {
                 var line = record.jsonValue.objectValue ?? StateObject()
@@ -166,7 +169,8 @@ enum LogCommands {
                 shown.event = event
                 context.console.line(Render.logLine(shown))
             }
-        }
+            return true
+        } }
         if !context.json, changes == 0 { context.console.line("no event changed \(Render.escaped(path.description))") }
         return .ok
     }
