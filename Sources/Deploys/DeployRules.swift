@@ -23,6 +23,9 @@ public enum DeployRules {
         /// A start found an install cut short by a crash and finished it or undid it (`result`).
         case installRecovered
         case didReloadWebView, rolledBack, launchConfirmed
+
+        /// The transitions that record a refused or failed step.
+        public static let failures: Set<Transition> = [.checkFailed, .downloadFailed, .integrityFailed, .failedToUpdateWorkingDirectory]
     }
 
     /// The values of `deploy.phase`.

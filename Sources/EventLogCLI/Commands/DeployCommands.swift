@@ -98,8 +98,9 @@ enum DeployCommands {
             }
             if let failure { throw CLIError.badInput(failure) }
             // Any refusal in this run is its result, even when later steps went on (a launch still reloads).
-            let failed: Set<String> = ["checkFailed", "downloadFailed", "integrityFailed", "failedToUpdateWorkingDirectory"]
-            if let failure = records.last(where: { failed.contains($0.event.type) }) {
+            if let failure = records.last(where: { record in
+                record.event.stream == DeployRules.stream && DeployRules.Transition(rawValue: record.event.type).map(DeployRules.Transition.failures.contains) == true
+            }) {
                 throw CLIError.problem("\(failure.event.type): \(failure.event.payload["reason"]?.stringValue ?? "")")
             }
             return .ok
