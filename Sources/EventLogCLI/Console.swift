@@ -15,17 +15,20 @@ public final class Console: @unchecked Sendable {
     private let outputClosed: () -> Bool
     /// Whether progress lines should be drawn on stderr.
     public let showsProgress: Bool
+    /// Whether human output may use colours: stdout is a terminal and `NO_COLOR` is not set.
+    public let usesColors: Bool
 
     /// `stdin` returns the next chunk of input, and `nil` or no bytes at its end.
     public init(stdout: @escaping (String) -> Void, stderr: @escaping (String) -> Void,
                 stdin: @escaping () throws -> Data? = { nil }, showsProgress: Bool = false,
-                flush: @escaping () -> Void = {}, isOutputClosed: @escaping () -> Bool = { false }) {
+                flush: @escaping () -> Void = {}, isOutputClosed: @escaping () -> Bool = { false }, usesColors: Bool = false) {
         writeOut = stdout
         writeErr = stderr
         readIn = stdin
         flushOut = flush
         outputClosed = isOutputClosed
         self.showsProgress = showsProgress
+        self.usesColors = usesColors
     }
 
     /// The process's own streams. stdout is buffered (64 KiB) until `flush()`; stderr is not.
@@ -35,7 +38,9 @@ public final class Console: @unchecked Sendable {
                        stderr: { FileDescriptorBuffer.writeAll($0, to: STDERR_FILENO) },
                        stdin: { try FileHandle.standardInput.read(upToCount: 1 << 20) },
                        showsProgress: isatty(STDERR_FILENO) == 1,
-                       flush: out.flush, isOutputClosed: { out.isClosed })
+                       flush: out.flush, isOutputClosed: { out.isClosed },
+                       usesColors: isatty(STDOUT_FILENO) == 1 && (ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty
+                           && ProcessInfo.processInfo.environment["TERM"] != "dumb")
     }
 
     func out(_ text: String) { writeOut(text) }

@@ -16,13 +16,14 @@ enum Render {
     }
 
     /// `   12  2026-11-30T02:05:40.123Z  url          applied   messenger/clearListFilter  listFilter: "bots" → null`
-    static func logLine(_ record: EventRecord) -> String {
+    static func logLine(_ record: EventRecord, colors: Bool = false) -> String {
         let event = record.event
         let detail = detail(event)
+        let outcome = column(event.outcome.name, 9)
         return seq(record)
             + "  " + shortTime(record.time)
             + "  " + column(escaped(event.origin.rawValue), 12)
-            + column(event.outcome.name, 9)
+            + (colors ? paint(outcome, event.outcome.name) : outcome)
             + "\(escaped(event.stream))/\(stepName(event))"
             + (detail.isEmpty ? "" : "  " + detail)
     }
@@ -92,14 +93,26 @@ enum Render {
     }
 
     /// A diff as lines: `~ path: old → new`, `+ path: new`, `- path: old`.
-    static func diff(_ writes: [Write]) -> [String] {
+    static func diff(_ writes: [Write], colors: Bool = false) -> [String] {
         writes.map { write in
             switch (write.old, write.new) {
-            case (nil, let new?): "+ \(path(write.path)): \(value(new, limit: 120))"
-            case (let old?, nil): "- \(path(write.path)): \(value(old, limit: 120))"
-            default: "~ \(path(write.path)): \(value(write.old, limit: 60)) → \(value(write.new, limit: 60))"
+            case (nil, let new?): paint("+ \(path(write.path)): \(value(new, limit: 120))", colors ? "added" : nil)
+            case (let old?, nil): paint("- \(path(write.path)): \(value(old, limit: 120))", colors ? "removed" : nil)
+            default: paint("~ \(path(write.path)): \(value(write.old, limit: 60)) → \(value(write.new, limit: 60))", colors ? "changed" : nil)
             }
         }
+    }
+
+    /// `text` in the colour of `kind` (an outcome's name, or added, removed, changed); as it
+    /// is when `kind` is `nil` or has no colour.
+    static func paint(_ text: String, _ kind: String?) -> String {
+        let code: String? = switch kind {
+        case "applied", "added": "32"      // green
+        case "skipped", "changed": "33"    // yellow
+        case "cancelled", "removed": "31"  // red
+        default: nil
+        }
+        return code.map { "\u{1B}[\($0)m\(text)\u{1B}[0m" } ?? text
     }
 
     /// Bytes for people: `1.2 MiB (1,234,567 bytes)`.

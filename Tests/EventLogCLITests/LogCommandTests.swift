@@ -16,7 +16,7 @@ import Testing
 
     @Test func importThenLogListsEveryEvent() {
         let result = eventlog(["import", "-", "--db", db], stdin: counterEvents(key: "counter", count: 3))
-        #expect(result.out == "imported 3 events (seq 1…3)\n")
+        #expect(result.out == "imported 3 events (seq 1-3)\n")
         let log = eventlog(["log", "--db", db])
         #expect(log.code == 0)
         let lines = log.out.split(separator: "\n")
@@ -56,7 +56,7 @@ import Testing
         #expect(json["state.counter"] == 3)
         let missing = eventlog(["show", "99", "--db", db])
         #expect(missing.code == 2)
-        #expect(missing.err == "Error: no event 99: the log holds 1…20\n")
+        #expect(missing.err == "Error: no event 99: the log holds 1-20\n")
     }
 
     @Test func snapshotAndDiffReadAnyMoment() throws {
@@ -104,7 +104,7 @@ import Testing
         let input = counterEvents(key: "counter", count: 25) + "{\"stream\":\n" + counterEvents(key: "counter", count: 5, start: 25)
         let result = eventlog(["import", "-", "--batch", "10", "--db", db], stdin: input)
         #expect(result.code == 2)
-        #expect(result.err == "Error: - line 26, column 11: unexpected end of input; the 20 events committed before it (seq 1…20) are kept"
+        #expect(result.err == "Error: - line 26, column 11: unexpected end of input; the 20 events committed before it (seq 1-20) are kept"
             + "; after fixing the input, continue with: eventlog import - --resume --batch 10 --db \(db)\n")
         #expect(eventlog(["info", "--json", "--db", db]).out.contains("\"lastSeq\":20"))
     }
@@ -196,7 +196,7 @@ import Testing
         let file = dir.file("--json")
         try counterEvents(key: "c", count: 1).write(toFile: file, atomically: true, encoding: .utf8)
         let result = eventlog(["import", "--db", dir.file("db"), "--", file])
-        #expect(result.out == "imported 1 events (seq 1…1)\n")
+        #expect(result.out == "imported 1 events (seq 1-1)\n")
     }
 }
 
@@ -298,7 +298,7 @@ import Testing
         let kept = try committedEvents(db)
         #expect(kept > 0 && kept < events && kept % batch == 0, "\(kept) events kept")
         #expect(full.err.hasPrefix("Error: cannot write to \(db): "), "\(full.err)")
-        #expect(full.err.hasSuffix("; the \(kept) events committed before it (seq 1…\(kept)) are kept; after fixing the input, continue with: "
+        #expect(full.err.hasSuffix("; the \(kept) events committed before it (seq 1-\(kept)) are kept; after fixing the input, continue with: "
             + "eventlog import \(dir.file("n.jsonl")) --resume --batch \(batch) --db \(db)\n"), "\(full.err)")
         try expectIntactAndResumable(db, keeping: kept, of: events, in: dir, "after the full disk")
     }
@@ -478,5 +478,25 @@ import Testing
             #expect(outcome.code == 2)
             #expect(outcome.err.hasPrefix("Error: \(message)"), "\(outcome.err)")
         }
+    }
+}
+
+@Suite struct ColorTests {
+    @Test func outcomesAndDiffsAreColouredOnlyWhenAsked() throws {
+        let dir = TemporaryDirectory()
+        let db = dir.file("c.lmdb")
+        try counterEvents(key: "c", count: 3).write(toFile: dir.file("c.jsonl"), atomically: true, encoding: .utf8)
+        _ = eventlog(["import", dir.file("c.jsonl"), "--db", db])
+        let out = Captured()
+        let console = Console(stdout: out.append, stderr: { _ in }, usesColors: true)
+        #expect(EventLogCLI.run(["log", "--db", db], environment: [:], console: console) == 0)
+        #expect(out.text.contains("\u{1B}[32mapplied"))
+        let diff = Captured()
+        _ = EventLogCLI.run(["diff", "1", "3", "--db", db], environment: [:], console: Console(stdout: diff.append, stderr: { _ in }, usesColors: true))
+        #expect(diff.text.hasPrefix("\u{1B}[33m~ c: 0 → 2"))
+        // The executable's stdout is a pipe here: no colour, and never in --json.
+        let piped = try runEventlog(["log", "--db", db])
+        #expect(!piped.out.contains("\u{1B}["))
+        #expect(!eventlog(["log", "--json", "--db", db]).out.contains("\u{1B}["))
     }
 }

@@ -78,7 +78,7 @@ import Testing
     @Test func demoRecordsAReproducibleSessionAndRefusesToOverwrite() throws {
         let first = eventlog(["demo", "--db", db])
         #expect(first.code == 0, "\(first.err)")
-        #expect(first.out.hasPrefix("recorded 80 plans into \(db) as events 1…"))
+        #expect(first.out.hasPrefix("recorded 80 plans into \(db) as events 1-"))
         let export = eventlog(["export", "--db", db]).out
         let again = eventlog(["demo", "--db", db])
         #expect(again.code == 2)

@@ -237,7 +237,7 @@ import Testing
         let exported = try String(contentsOfFile: dir.file("all.jsonl"), encoding: .utf8).split(separator: "\n")
         #expect(try runEventlog(["import", "-", "--db", exact], stdin: exported.prefix(120).joined(separator: "\n")).code == 0)
         let resumed = try runEventlog(["import", dir.file("all.jsonl"), "--resume", "--batch", "50", "--db", exact])
-        #expect(resumed.out == "imported 180 events (seq 121…300); skipped 120 events the log already held\n", "\(resumed.err)")
+        #expect(resumed.out == "imported 180 events (seq 121-300); skipped 120 events the log already held\n", "\(resumed.err)")
         #expect(try runEventlog(["export", "--db", exact]).out == exported.joined(separator: "\n") + "\n")
         // A log whose events differ (other times) is refused, not merged.
         let differs = try runEventlog(["import", dir.file("all.jsonl"), "--resume", "--db", db])
@@ -249,7 +249,7 @@ import Testing
         #expect(try runEventlog(["demo", "--plans", "10", "--db", db]).code == 0)
         let typo = try runEventlog(["bisect", "--where", #"messenger.selectedtab == "bots""#, "--db", db])
         #expect(typo.code == 1)
-        #expect(typo.err.hasPrefix("warning: no state in 1…"), "\(typo.err)")
+        #expect(typo.err.hasPrefix("warning: no state in 1-"), "\(typo.err)")
         #expect(typo.err.hasSuffix(" holds messenger.selectedtab, which reads as null; did you mean messenger.selectedTab?\n"), "\(typo.err)")
         let fine = try runEventlog(["bisect", "--where", #"messenger.selectedTab == "nowhere""#, "--db", db])
         #expect(fine.code == 1 && fine.err.isEmpty, "\(fine.err)")
@@ -362,7 +362,7 @@ import Testing
         #expect(try runEventlog(["snapshot", "39", "--db", db]).out == "{\n  \"n\": 38\n}\n")
         let salvage = try runEventlog(["salvage", "--to", dir.file("saved.lmdb"), "--db", db])
         #expect(salvage.code == 1)
-        #expect(salvage.out.hasPrefix("copied events 1…39 into \(dir.file("saved.lmdb"))\nleft behind: event 40 (checksum mismatch"), "\(salvage.out)")
+        #expect(salvage.out.hasPrefix("copied events 1-39 into \(dir.file("saved.lmdb"))\nleft behind: event 40 (checksum mismatch"), "\(salvage.out)")
         #expect(try runEventlog(["verify", "--db", dir.file("saved.lmdb")]).out.hasPrefix("ok: 39 events and "))
     }
 

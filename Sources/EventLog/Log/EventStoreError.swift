@@ -37,7 +37,7 @@ public enum EventStoreError: Error, Hashable, CustomStringConvertible {
         case .invalidWrite(let error): "invalid write: \(error)"
         case .limitExceeded(let reason): reason
         case .noSuchEvent(let seq, let last):
-            last == 0 ? "no event \(seq): the log is empty" : "no event \(seq): the log holds 1…\(last)"
+            last == 0 ? "no event \(seq): the log is empty" : "no event \(seq): the log holds 1-\(last)"
         case .readOnly: "the event log is open read-only"
         }
     }

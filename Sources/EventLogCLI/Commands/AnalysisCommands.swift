@@ -142,7 +142,7 @@ enum AnalysisCommands {
         let last = try attempt { try store.lastSeq() }
         let from = max(1, try arguments.seq("from") ?? 1)
         let to = min(last, try arguments.seq("to") ?? last)
-        guard from <= to else { throw CLIError.badInput(last == 0 ? "the log is empty" : "nothing to bisect in \(from)…\(to) (the log holds 1…\(last))") }
+        guard from <= to else { throw CLIError.badInput(last == 0 ? "the log is empty" : "nothing to bisect in \(from)-\(to) (the log holds 1-\(last))") }
 
         var answer = Answer(result: BisectResult(firstBad: nil, probes: 0))
         switch modes[0] {
@@ -188,7 +188,7 @@ enum AnalysisCommands {
             guard !everPresent else { continue }
             let newest = try attempt { try store.snapshot(after: to) }
             let suggestion = PathSuggestion.nearest(to: path, in: newest).map { "; did you mean \($0)?" } ?? ""
-            context.console.error("warning: no state in \(from)…\(to) holds \(path), which reads as null\(suggestion)\n")
+            context.console.error("warning: no state in \(from)-\(to) holds \(path), which reads as null\(suggestion)\n")
         }
     }
 
@@ -239,7 +239,7 @@ enum AnalysisCommands {
         if let divergence = answer.divergence { context.console.line(describe(divergence).joined(separator: "\n")) }
         if let against = answer.against {
             context.console.line("  this log against the other after \(found.record.seq):")
-            context.console.line(Render.diff(against).map { "    " + $0 }.joined(separator: "\n"))
+            context.console.line(Render.diff(against, colors: context.console.usesColors).map { "    " + $0 }.joined(separator: "\n"))
         }
     }
 

@@ -44,7 +44,7 @@ enum ImportCommand {
             context.console.endProgress()
             guard let imported = run.imported else { throw error }
             var kept = error
-            kept.message += "; the \(run.count) events committed before it (seq \(imported.lowerBound)…\(imported.upperBound)) are kept"
+            kept.message += "; the \(run.count) events committed before it (seq \(imported.lowerBound)-\(imported.upperBound)) are kept"
                 + "; after fixing the input, continue with: \(resumeCommand(arguments, context))"
             throw kept
         }
@@ -56,7 +56,7 @@ enum ImportCommand {
                                "skipped": .int(Int64(run.skipped))])
         } else {
             let skipped = run.skipped > 0 ? "; skipped \(run.skipped) events the log already held" : ""
-            context.console.line((run.imported.map { "imported \(run.count) events (seq \($0.lowerBound)…\($0.upperBound))" }
+            context.console.line((run.imported.map { "imported \(run.count) events (seq \($0.lowerBound)-\($0.upperBound))" }
                 ?? "imported 0 events") + skipped)
         }
         return .ok
@@ -149,7 +149,7 @@ private struct ImportRun {
             if appended > 0 {
                 imported = (imported?.lowerBound ?? last - UInt64(appended) + 1)...last
                 count += appended
-                interruption.committed("the \(count) events committed before it (seq \(imported!.lowerBound)…\(imported!.upperBound)) are kept; continue with: \(command)")
+                interruption.committed("the \(count) events committed before it (seq \(imported!.lowerBound)-\(imported!.upperBound)) are kept; continue with: \(command)")
             }
             guard let batchSize, appended == batchSize else { return }
         }

@@ -65,7 +65,7 @@ enum LogCommands {
         let store = try context.openStore()
         func print(_ record: EventRecord) {
             guard filter.keeps(record.event) else { return }
-            context.console.line(context.json ? record.jsonValue.json() : Render.logLine(record))
+            context.console.line(context.json ? record.jsonValue.json() : Render.logLine(record, colors: context.console.usesColors))
         }
         guard arguments.flag("follow") else {
             try forEachRecord(in: store, arguments) { print($0) }
@@ -167,7 +167,7 @@ enum LogCommands {
                 event.writes = writes
                 var shown = record
                 shown.event = event
-                context.console.line(Render.logLine(shown))
+                context.console.line(Render.logLine(shown, colors: context.console.usesColors))
             }
             return true
         } }
@@ -274,7 +274,7 @@ enum LogCommands {
         } else if writes.isEmpty {
             context.console.line("no differences between the states after \(a) and \(b)")
         } else {
-            context.console.line(Render.diff(writes).joined(separator: "\n"))
+            context.console.line(Render.diff(writes, colors: context.console.usesColors).joined(separator: "\n"))
         }
         return .ok
     }
@@ -372,7 +372,7 @@ enum LogCommands {
                                                                  "reason": .string($0.reason)] } ?? .null
             context.printJSON(["copied": copied, "leftBehind": left, "to": .string(targetPath)])
         } else {
-            context.console.line(report.copied.map { "copied events \($0.lowerBound)…\($0.upperBound) into \(targetPath)" } ?? "copied no event")
+            context.console.line(report.copied.map { "copied events \($0.lowerBound)-\($0.upperBound) into \(targetPath)" } ?? "copied no event")
             if let left = report.firstLeftBehind {
                 let rest = report.lastSeq > left.seq ? " and the \(report.lastSeq - left.seq) events after it (to \(report.lastSeq))" : ""
                 context.console.line("left behind: event \(left.seq) (\(Render.escaped(left.reason)))\(rest)")
@@ -410,6 +410,6 @@ enum LogCommands {
 
     static func range(_ store: EventStore) throws -> String {
         let last = try store.lastSeq()
-        return last == 0 ? "no events" : "1…\(last)"
+        return last == 0 ? "no events" : "1-\(last)"
     }
 }

@@ -181,7 +181,7 @@ enum MessengerCommands {
                                "objectEvents": .int(Int64(summary.objectEvents)), "updateEvents": .int(Int64(summary.updateEvents)), "deployEvents": .int(Int64(summary.deployEvents)),
                                "plans": .int(Int64(summary.plans)), "skipped": .int(Int64(summary.skipped))])
         } else {
-            context.console.line("recorded \(summary.plans) plans into \(path) as events \(summary.firstSeq)…\(summary.lastSeq):")
+            context.console.line("recorded \(summary.plans) plans into \(path) as events \(summary.firstSeq)-\(summary.lastSeq):")
             context.console.line("  \(summary.applied) applied, \(summary.skipped) skipped, \(summary.cancelled) cancelled; \(summary.objectEvents) BlogPost saves and deletes; \(summary.updateEvents) update-check events; \(summary.deployEvents) deploy events"
                 + (regression.map { "; regression \($0.rawValue) on" } ?? ""))
         }
