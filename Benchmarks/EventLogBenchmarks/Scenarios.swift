@@ -19,13 +19,15 @@ struct Sizes {
     /// The size of the deploy.download update, in MB, and how many assets it is split into.
     var deployMegabytes: Int
     var deployFiles: Int
+    /// Events appended one at a time while followers wait for each.
+    var followEvents: Int
 
     static let quick = Sizes(singleCommits: 100, batchEvents: [1: 500, 100: 5_000, 10_000: 50_000], logEvents: 100_000,
                              snapshotProbes: 2_000, bisects: 20, objects: 10_000, objectUpdates: 40_000, fetches: 5_000, perProducer: 50,
-                             importEvents: 50_000, deployMegabytes: 20, deployFiles: 4)
+                             importEvents: 50_000, deployMegabytes: 20, deployFiles: 4, followEvents: 50)
     static let full = Sizes(singleCommits: 500, batchEvents: [1: 5_000, 100: 50_000, 10_000: 500_000], logEvents: 1_000_000,
                             snapshotProbes: 20_000, bisects: 100, objects: 100_000, objectUpdates: 400_000, fetches: 50_000, perProducer: 250,
-                            importEvents: 2_000_000, deployMegabytes: 200, deployFiles: 20)
+                            importEvents: 2_000_000, deployMegabytes: 200, deployFiles: 20, followEvents: 500)
 }
 
 enum Scenarios {
@@ -397,7 +399,7 @@ enum Scenarios {
     static func eventlogBinary() throws -> String {
         let path = Bundle.main.executableURL!.deletingLastPathComponent().appendingPathComponent("eventlog").path
         guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw BenchmarkError(description: "import.jsonl and deploy.download need \(path); run `swift build -c release --product eventlog` first")
+            throw BenchmarkError(description: "import.jsonl, deploy.download and follow.latency need \(path); run `swift build -c release --product eventlog` first")
         }
         return path
     }

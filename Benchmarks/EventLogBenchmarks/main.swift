@@ -64,8 +64,10 @@ let batchRuns = [(100, false), (10_000, false), (1, true), (100, true), (10_000,
 let readSteps = [("replay", ["replay", "replay.state"]), ("snapshot.random", ["snapshot.random"]),
                  ("bisect.where", ["bisect.where"]), ("history", ["history"]), ("verify", ["verify"]), ("storage", ["storage"])]
 let objectScenarios = ["objects.create", "objects.update", "objects.delete", "objects.replay", "objects.fetch"]
+/// The scenarios that run the release `eventlog` binary.
+let binaryScenarios = ["import.jsonl", "deploy.download", "follow.latency"]
 let allScenarios = ["append.durable.single"] + batchRuns.map(\.name) + ["append.concurrent"] + objectScenarios
-    + readSteps.flatMap(\.1) + ["import.jsonl", "deploy.download"]
+    + readSteps.flatMap(\.1) + binaryScenarios
 let filter = only
 func wanted(_ name: String) -> Bool { filter.map { name.contains($0) } ?? true }
 if let filter, !allScenarios.contains(where: wanted) {
@@ -88,7 +90,7 @@ var peakMemory = PeakMemory()
 }
 do {
     // Found before any step runs, so that a missing binary fails a full run at its start.
-    let eventlogBinary = wanted("import.jsonl") || wanted("deploy.download") ? try Scenarios.eventlogBinary() : nil
+    let eventlogBinary = binaryScenarios.contains(where: wanted) ? try Scenarios.eventlogBinary() : nil
     try step("append.durable.single") {
         [try Scenarios.append(name: "append.durable.single", summary: "one event per durable commit",
                               events: sizes.singleCommits, batch: 1, fast: false, only: subject)]
@@ -125,6 +127,7 @@ do {
     if let eventlogBinary {
         try step("import.jsonl") { [try Scenarios.importJSONLines(events: sizes.importEvents, binary: eventlogBinary)] }
         try step("deploy.download") { [try Scenarios.deployDownload(megabytes: sizes.deployMegabytes, files: sizes.deployFiles, binary: eventlogBinary)] }
+        try step("follow.latency") { [try Scenarios.followLatency(events: sizes.followEvents, binary: eventlogBinary)] }
     }
 } catch {
     FileHandle.standardError.write(Data("Error: \(error)\n".utf8))

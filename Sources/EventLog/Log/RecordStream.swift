@@ -9,6 +9,12 @@ import Glibc
 /// `pwrite`, which inotify reports; where inotify is unavailable (or runs out of watches),
 /// the wait falls back to polling every `pollInterval`. Either way the waiter re-reads the
 /// log, so a missed or spurious wake-up costs a read, never an event.
+///
+/// A commit becomes visible to readers just after its last write to the file, so a waiter woken
+/// by that write can read too early. After a wake-up by the file, the next waits are short
+/// (1 ms, doubling up to `pollInterval`), which finds such a commit within a millisecond or two.
+///
+/// `wait` is called from one thread at a time; `wake` from any.
 final class CommitSignal: @unchecked Sendable {
     private let inotify: Int32
     /// A pipe `wake()` writes to: its read end is polled with the inotify descriptor.
@@ -16,6 +22,8 @@ final class CommitSignal: @unchecked Sendable {
     /// How long a wait lasts without a file event: the polling fallback's period, and the bound
     /// on how late a commit is seen if an event were ever lost.
     let pollInterval: Double
+    /// The next wait's timeout while a commit may be in flight; `nil` outside one.
+    private var retryDelay: Double?
 
     init(dataFile: String, pollInterval: Double = 0.25) {
         self.pollInterval = pollInterval
@@ -38,9 +46,15 @@ final class CommitSignal: @unchecked Sendable {
     /// Blocks until the data file changes, `wake()` is called, or `pollInterval` passes.
     func wait() {
         var fds = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeup.read, events: Int16(POLLIN), revents: 0)]
-        _ = poll(&fds, nfds_t(fds.count), Int32(pollInterval * 1_000))
+        _ = poll(&fds, nfds_t(fds.count), Int32(((retryDelay ?? pollInterval) * 1_000).rounded(.up)))
         var drain = [UInt8](repeating: 0, count: 4_096)
-        if inotify >= 0 { while read(inotify, &drain, drain.count) > 0 {} }
+        var fileChanged = false
+        if inotify >= 0 { while read(inotify, &drain, drain.count) > 0 { fileChanged = true } }
+        if fileChanged {
+            retryDelay = 0.001
+        } else if let delay = retryDelay {
+            retryDelay = delay * 2 < pollInterval ? delay * 2 : nil
+        }
         if wakeup.read >= 0 { while read(wakeup.read, &drain, drain.count) > 0 {} }
     }
 
