@@ -44,8 +44,9 @@ let package = Package(
         .target(name: "Deploys", dependencies: ["EventLog", "HTTPFetch", "CCrypto"]),
         // The botmessages demo app: its effects, properties, sample data and URL routes.
         .target(name: "DemoMessenger", dependencies: ["Effects", "Objects", "UpdatePrompts", "Deploys"]),
-        // Test support: temporary stores with hand-moved clocks, reusable checkers.
-        .target(name: "EventLogTesting", dependencies: ["EventLog"]),
+        // Test support: temporary logs with hand-moved clocks, exhaustive assertions on the trace,
+        // recorded sessions replayed as regression tests; for Swift Testing and XCTest alike.
+        .target(name: "EventLogTesting", dependencies: ["EventLog", "Effects"]),
         // The `eventlog` commands: a pure parser and a runner, testable in-process.
         .target(name: "EventLogCLI", dependencies: ["EventLog", "Effects", "Objects", "UpdatePrompts", "Deploys", "HTTPFetch", "DemoMessenger"]),
         .executableTarget(name: "eventlog", dependencies: ["EventLogCLI"]),
@@ -83,5 +84,7 @@ let package = Package(
         .testTarget(name: "DemoMessengerTests", dependencies: ["DemoMessenger", "Effects", "EventLog", "EventLogTesting"]),
         .testTarget(name: "EventLogCLITests", dependencies: ["EventLogCLI", "EventLog", "EventLogTesting", "LoopbackServer"], exclude: ["Fixtures"]),
         .testTarget(name: "EventLogBenchmarksTests", dependencies: ["EventLogBenchmarks"]),
+        .testTarget(name: "EventLogTestingTests", dependencies: ["EventLogTesting", "EventLog", "Effects", "DemoMessenger", "EventLogCLI"],
+                    exclude: ["Fixtures"]),
     ]
 )

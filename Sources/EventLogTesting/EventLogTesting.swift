@@ -2,9 +2,11 @@ import EventLog
 import Foundation
 
 /// A fresh directory under the system's temporary directory, removed with everything in it
-/// when the value is released. Each test makes its own: no shared state between tests.
+/// when the value is released, unless `keep()` was called. Each test makes its own: no shared
+/// state between tests.
 public final class TemporaryDirectory: @unchecked Sendable {
     public let path: String
+    private var kept = false
 
     /// `name` only makes the directory easy to recognise; it defaults to the calling function.
     public init(_ name: String = #function) {
@@ -16,7 +18,12 @@ public final class TemporaryDirectory: @unchecked Sendable {
     /// A path inside the directory.
     public func file(_ name: String) -> String { path + "/" + name }
 
-    deinit { try? FileManager.default.removeItem(atPath: path) }
+    /// Leaves the directory in place when the value is released: for a failed test's log.
+    public func keep() { kept = true }
+
+    deinit {
+        if !kept { try? FileManager.default.removeItem(atPath: path) }
+    }
 }
 
 /// An event store in its own temporary directory with a clock the test moves by hand: the
