@@ -23,3 +23,11 @@ extension Event: CustomTestStringConvertible {
 extension EventRecord: CustomTestStringConvertible {
     public var testDescription: String { description }
 }
+
+extension StateValue {
+    /// The value of a JSON literal written in a test (as `eventlog testgen` writes them). Invalid
+    /// JSON is a mistake in the test's source and stops the test process with the reason.
+    public init(jsonLiteral text: String) {
+        do { self = try StateValue(json: text) } catch { preconditionFailure("invalid JSON literal: \(error)") }
+    }
+}

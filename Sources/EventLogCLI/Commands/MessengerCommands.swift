@@ -6,7 +6,7 @@ import Objects
 
 /// The commands that drive the botmessages demo app through the effects engine.
 enum MessengerCommands {
-    static let all: [CommandSpec] = [open, routes, capture, demo]
+    static let all: [CommandSpec] = [open, routes, capture, testgen, demo]
 
     static let regressionOption = CommandSpec.Option.regression(Regression.allCases.map { ($0.rawValue, $0.summary) })
 
@@ -114,6 +114,56 @@ enum MessengerCommands {
                 context.console.line("== \(Render.escaped(capture.name)) (after event \(capture.seq)) ==")
                 context.console.line(capture.value?.json(pretty: true) ?? "(absent)")
             }
+        }
+        return .ok
+    }
+
+    static let testgen = CommandSpec(
+        name: "testgen",
+        summary: "Print a Swift Testing test that drives a range of the log's entry points again and asserts its trace.",
+        discussion: """
+            The test starts from the state recorded before --from, opens the same URLs, applies the
+            same steps and resumes the same waiting plans (other events are appended as recorded),
+            and after each call asserts exhaustively the events the log has for it: outcomes, skip
+            reasons, payloads, origins and writes. So a bug report's log becomes a regression test:
+              eventlog testgen --from 120 --to 160 --name botsTabKeepsItsFilter > Tests/AppTests/BotsTab.swift
+            The test needs the EventLogTesting library. Its function NAME(model:) runs it through any
+            variant of the model. Where today's code does not make the recorded events, the test
+            fails there, and testgen says so on stderr.
+            """,
+        options: [
+            .init(name: "from", value: "N", help: "The first event (default 1)."),
+            .init(name: "to", value: "N", help: "The last event (default: the newest)."),
+            .init(name: "name", value: "NAME", help: "The test's name, a Swift identifier (default eventsFROMtoTO)."),
+        ]
+    ) { arguments, context in
+        let store = try context.openStore()
+        let last = try attempt { try store.lastSeq() }
+        let from = max(1, try arguments.seq("from") ?? 1)
+        let to = min(last, try arguments.seq("to") ?? last)
+        guard from <= to else { throw CLIError.usage("no events in \(from)…\(to); the log has \(last)") }
+        let name = arguments.value("name") ?? "events\(from)to\(to)"
+        guard let head = name.unicodeScalars.first, head == "_" || head.properties.isAlphabetic,
+              name.unicodeScalars.allSatisfy({ $0 == "_" || $0.properties.isAlphabetic || ("0"..."9").contains($0) }) else {
+            throw CLIError.usage("--name must be a Swift identifier (letters, digits, _), not \"\(Render.escaped(name))\"")
+        }
+        let (records, before) = try attempt { () throws -> ([EventRecord], StateValue) in
+            var records: [EventRecord] = []
+            try store.forEachRecord(from: from, to: to) { records.append($0); return true }
+            return (records, try store.snapshot(after: from - 1))
+        }
+        let generator = TestGenerator(model: MessengerModel(), imports: ["DemoMessenger"],
+                                      plan: { try MessengerRouter.plan(for: $0) },
+                                      planExpression: { "MessengerRouter.plan(for: \(TestGenerator<MessengerModel>.literal($0)))" })
+        let scratch = NSTemporaryDirectory() + "eventlog-testgen-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let output = try attempt {
+            try generator.generate(records, before: before, name: name,
+                                   command: "eventlog testgen --from \(from) --to \(to) --name \(name)", scratch: scratch)
+        }
+        context.console.out(output.source)
+        for divergence in output.divergences {
+            context.console.error("testgen: today's code differs from the recording at \(divergence); the test fails there")
         }
         return .ok
     }

@@ -1,0 +1,62 @@
+import DemoMessenger
+import EventLog
+import EventLogCLI
+import EventLogTesting
+import Foundation
+import Synchronization
+import Testing
+
+/// `eventlog testgen` on the recorded bots-tab session gives `Generated/BotsTab.swift`, which
+/// is compiled into this target: it passes on today's code and fails on the regression.
+@Suite struct TestGenTests {
+    let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+
+    /// Runs the command line in this process: exit code, stdout, stderr.
+    func eventlog(_ arguments: [String]) -> (code: Int32, out: String, err: String) {
+        let out = Mutex(""), err = Mutex("")
+        let code = EventLogCLI.run(arguments, environment: [:],
+                                   console: Console(stdout: { text in out.withLock { $0 += text } }, stderr: { text in err.withLock { $0 += text } }))
+        return (code, out.withLock { $0 }, err.withLock { $0 })
+    }
+
+    @Test func theGeneratedTestIsTheOneCheckedIn() throws {
+        let directory = TemporaryDirectory()
+        let db = directory.file("db")
+        #expect(eventlog(["import", here.appendingPathComponent("Fixtures/bots-tab.jsonl").path, "--db", db]).code == 0)
+        let generated = eventlog(["testgen", "--from", "2", "--name", "botsTab", "--db", db])
+        #expect(generated.code == 0)
+        #expect(generated.err == "")
+        let checkedIn = here.appendingPathComponent("Generated/BotsTab.swift")
+        if RecordedSession.isRecording {
+            try Data(generated.out.utf8).write(to: checkedIn)
+            Issue.record("Wrote \(checkedIn.path) (EVENTLOG_RECORD is set). Run again without it to verify.")
+            return
+        }
+        #expect(generated.out == (try String(contentsOf: checkedIn, encoding: .utf8)), "regenerate it with EVENTLOG_RECORD=1")
+    }
+
+    @Test func theGeneratedTestFailsOnTheRegressionAtTheFilter() throws {
+        let found = try failures { try botsTab(model: MessengerModel(regression: .compoundTabFilter)) }
+        // The bot tab is selected twice in the session, and both times the filter is missing.
+        #expect(found.count == 2)
+        #expect(found.first?.message.contains("  ≠ #5 messenger/selectBotTab applied\n        messenger.listFilter: − \"unread\" + (not written)") == true,
+                "\(found.first?.message ?? "")")
+        for failure in found { removeKeptLogs(named: failure.message) }
+    }
+
+    @Test func testgenSaysWhereTodaysCodeDiffersAndRefusesBadInput() throws {
+        let directory = TemporaryDirectory()
+        let db = directory.file("db")
+        #expect(eventlog(["import", here.appendingPathComponent("Fixtures/bots-tab.jsonl").path, "--db", db]).code == 0)
+        // A recording made by the faulty code: today's code writes the filter the recording lacks.
+        let faulty = directory.file("faulty")
+        #expect(eventlog(["open", "botmessages://bots?filter=unread", "--regression", "compound-tab-filter", "--db", faulty]).code == 0)
+        let differs = eventlog(["testgen", "--db", faulty])
+        #expect(differs.code == 0)
+        #expect(differs.err.contains("testgen: today's code differs from the recording at #5 messenger/selectBotTab"), "\(differs.err)")
+        #expect(eventlog(["testgen", "--from", "30", "--db", db]).err.contains("no events in 30…23"))
+        #expect(eventlog(["testgen", "--name", "not-an-identifier", "--db", db]).code == 2)
+        #expect(eventlog(["testgen", "--name", "9lives", "--db", db]).code == 2)
+        #expect(eventlog(["testgen", "--db", directory.file("missing")]).code == 3)
+    }
+}
