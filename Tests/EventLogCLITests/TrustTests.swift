@@ -345,6 +345,42 @@ import Testing
         #expect(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int == 0)
     }
 
+    /// A data file left empty while another process holds LMDB's creating lock is a database
+    /// being created, not damage: a reader waits for its meta pages (for as long as the lock is
+    /// held, past the one second it waits for a creator to take it).
+    @Test func anEmptyDataFileUnderTheCreatorsLockIsWaitedFor() throws {
+        let source = dir.file("source.lmdb")
+        #expect(try runEventlog(["import", "-", "--db", source], stdin: #"{"stream":"s","type":"t"}"#).code == 0)
+        let db = dir.file("creating.lmdb")
+        try FileManager.default.createDirectory(atPath: db, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: db + "/data.mdb", contents: nil)
+        let lockFile = open(db + "/lock.mdb", O_RDWR | O_CREAT, 0o644)
+        defer { close(lockFile) }
+        var lock = flock()
+        lock.l_type = Int16(F_WRLCK)
+        lock.l_whence = Int16(SEEK_SET)
+        lock.l_len = 1
+        #expect(fcntl(lockFile, F_SETLK, &lock) == 0)
+        let reader = try spawnEventlog(["info", "--json", "--db", db])
+        let out = Pipe()
+        reader.standardOutput = out
+        reader.standardError = FileHandle.nullDevice
+        try reader.run()
+        // The "creator" finishes after the reader's first second: the meta pages appear, then
+        // the lock goes.
+        usleep(1_500_000)
+        let pages = try Data(contentsOf: URL(fileURLWithPath: source + "/data.mdb"))
+        let handle = try #require(FileHandle(forWritingAtPath: db + "/data.mdb"))
+        try handle.write(contentsOf: pages)
+        try handle.close()
+        lock.l_type = Int16(F_UNLCK)
+        #expect(fcntl(lockFile, F_SETLK, &lock) == 0)
+        let info = try StateValue(json: String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        reader.waitUntilExit()
+        #expect(reader.terminationStatus == 0)
+        #expect(info["events"] == 1)
+    }
+
     /// A flipped byte in the newest record locks nothing: verify names it, the good part
     /// reads, and salvage copies it.
     @Test func damageAfterTheLastKeyframeLeavesTheGoodPartReadable() throws {

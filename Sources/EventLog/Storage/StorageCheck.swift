@@ -29,10 +29,13 @@ enum StorageCheck {
         let fd = open(path, O_RDONLY | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        // Another process creating the database leaves the file empty for a moment, until
-        // LMDB writes its meta pages: an empty file is damage only once it stays empty.
+        // Another process creating the database leaves the file empty until LMDB writes its
+        // meta pages, which it does holding the exclusive lock on `lock.mdb`: an empty file is
+        // damage only once it stays empty with no creator at work (a second to take the lock,
+        // then as long as a creator holds it, up to 30 s on a loaded machine).
         var waits = 0
-        while info.st_size == 0, waits < 20, fstat(fd, &info) == 0, info.st_size == 0 {
+        while info.st_size == 0, waits < 600, fstat(fd, &info) == 0, info.st_size == 0 {
+            guard waits < 20 || isBeingCreated(dataFile: path) else { break }
             usleep(50_000)
             waits += 1
         }
@@ -56,6 +59,24 @@ enum StorageCheck {
             throw Damage("\(path) is truncated: \(size) bytes, but its newest commit uses \(needed)")
         }
         return newest
+    }
+
+    /// Whether another process holds LMDB's exclusive lock on the `lock.mdb` beside
+    /// `dataFile`, as the process creating the environment does until its meta pages are
+    /// written. Only asked while the data file is empty, when this process cannot have the
+    /// environment open: closing a descriptor of the lock file would drop its own locks.
+    private static func isBeingCreated(dataFile: String) -> Bool {
+        guard dataFile.hasSuffix("data.mdb") else { return false }
+        let fd = open(String(dataFile.dropLast("data.mdb".count)) + "lock.mdb", O_RDONLY | O_NONBLOCK)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var lock = flock()
+        lock.l_type = Int16(F_RDLCK)
+        lock.l_whence = Int16(SEEK_SET)
+        lock.l_start = 0
+        lock.l_len = 1
+        // F_GETLK reports a lock that would block a shared one: an exclusive lock.
+        return fcntl(fd, F_GETLK, &lock) == 0 && lock.l_type == Int16(F_WRLCK)
     }
 
     /// Walks every page of the snapshot that transaction `txnID` reads: both meta pages, every
