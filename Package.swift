@@ -84,7 +84,7 @@ let package = Package(
         .testTarget(name: "DemoMessengerTests", dependencies: ["DemoMessenger", "Effects", "EventLog", "EventLogTesting"]),
         .testTarget(name: "EventLogCLITests", dependencies: ["EventLogCLI", "EventLog", "EventLogTesting", "LoopbackServer"], exclude: ["Fixtures"]),
         .testTarget(name: "EventLogBenchmarksTests", dependencies: ["EventLogBenchmarks"]),
-        .testTarget(name: "EventLogTestingTests", dependencies: ["EventLogTesting", "EventLog", "Effects", "DemoMessenger", "EventLogCLI"],
+        .testTarget(name: "EventLogTestingTests", dependencies: ["EventLogTesting", "EventLog", "Effects", "Objects", "UpdatePrompts", "DemoMessenger", "EventLogCLI"],
                     exclude: ["Fixtures"]),
     ]
 )

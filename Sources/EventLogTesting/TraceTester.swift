@@ -27,8 +27,8 @@ public final class TraceTester: @unchecked Sendable {
     /// A fresh log in a temporary directory, its clock moved by hand (see `TemporaryEventStore`).
     public init(ignoring: TraceFilter = .none, exhaustive: Bool = true,
                 start: Timestamp = TemporaryEventStore.defaultStart, stepMicroseconds: Int64 = 1_000,
-                name: String = #function, fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column) throws {
-        temporary = try TemporaryEventStore(start: start, stepMicroseconds: stepMicroseconds, name: name)
+                keyframePolicy: KeyframePolicy = KeyframePolicy(), name: String = #function, fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column) throws {
+        temporary = try TemporaryEventStore(start: start, stepMicroseconds: stepMicroseconds, keyframePolicy: keyframePolicy, name: name)
         self.ignoring = ignoring
         self.exhaustive = exhaustive
         createdAt = TestLocation(fileID: fileID, filePath: filePath, line: line, column: column)

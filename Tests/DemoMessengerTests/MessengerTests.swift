@@ -69,16 +69,19 @@ import Testing
 }
 
 final class MessengerHarness {
-    let temporary: TemporaryEventStore
-    var clock: ManualClock { temporary.clock }
-    var store: EventStore { temporary.store }
-    var directory: String { temporary.path }
+    /// The log and its assertions; non-exhaustive, since most tests here look at a few events.
+    let trace: TraceTester
+    var clock: ManualClock { trace.clock }
+    var store: EventStore { trace.store }
+    var directory: String { trace.path }
     let engine: EffectEngine<MessengerModel>
 
-    init(regression: Regression? = nil, keyframeRatio: UInt32 = 8) throws {
-        temporary = try TemporaryEventStore(start: Timestamp(microsecondsSince1970: 1_764_468_000_000_000),
-                                            keyframePolicy: KeyframePolicy(ratio: keyframeRatio))
-        engine = try EffectEngine(store: temporary.store, model: MessengerModel(regression: regression))
+    init(regression: Regression? = nil, keyframeRatio: UInt32 = 8, name: String = #function) throws {
+        trace = try TraceTester(ignoring: EffectEngine<MessengerModel>.bookkeeping, exhaustive: false,
+                                start: Timestamp(microsecondsSince1970: 1_764_468_000_000_000),
+                                keyframePolicy: KeyframePolicy(ratio: keyframeRatio), name: name)
+        engine = try EffectEngine(store: trace.store, model: MessengerModel(regression: regression))
+        try trace.skipUnchecked()
     }
 
     func open(_ url: String, origin: Origin = .url) throws -> EffectEngine<MessengerModel>.PlanRun {
@@ -98,12 +101,18 @@ final class MessengerHarness {
     @Test func theAvatarURLRecordsItsSevenStepsAndExpandsTheAvatar() throws {
         let harness = try MessengerHarness()
         _ = try harness.open("botmessages://conversation/aria-support/attachment/img-401")
+        try harness.trace.skipUnchecked()
         let run = try harness.open("botmessages://avatar/aria-7/expanded")
-        let steps = run.records.dropFirst()
-        #expect(steps.map(\.event.type) == ["dismissAttachmentExpansion", "clearInThreadSearch", "clearListFilter", "popToRoot",
-                                            "dismissSheet", "scrollToAvatarRow", "expandAvatar"])
-        #expect(steps.map { $0.event.cause?.step } == Array(1...7))
-        #expect(steps.map(\.event.outcome.name) == ["applied", "skipped", "skipped", "applied", "skipped", "applied", "applied"])
+        harness.trace.expect([
+            .applied("messenger/dismissAttachmentExpansion", ["messenger.expandedAttachment": .null]),
+            .skipped("messenger/clearInThreadSearch", reason: "no-op: messenger.inThreadSearch is already null"),
+            .skipped("messenger/clearListFilter", reason: "no-op: messenger.listFilter is already null"),
+            .applied("navigation/popToRoot", ["navigation.path": []]),
+            .skipped("navigation/dismissSheet", reason: "no-op: navigation.sheet is already null"),
+            .applied("messenger/scrollToAvatarRow", ["messenger.avatarScrollTarget": "aria-7"], payload: ["id": "aria-7"]),
+            .applied("messenger/expandAvatar", ["messenger.expandedAvatar": "aria-7"], payload: ["id": "aria-7"]),
+        ], exhaustive: true)
+        #expect(run.records.dropFirst().map { $0.event.cause?.step } == Array(1...7))
         let state = try harness.store.currentState
         #expect(state["messenger.expandedAvatar"] == "aria-7")
         #expect(state["messenger.avatarScrollTarget"] == "aria-7")

@@ -9,8 +9,16 @@ struct DeployClientTests {
         let harness = try DeployHarness()
         try harness.publish(["index.html": "<h1>one</h1>", "js/app.js": "go()"], id: "update-1")
         try harness.client().deliver()
-        #expect(try harness.transitions(after: 0) == ["checkStarted", "newDeployAvailable", "downloadProgress", "downloaded",
-                                                      "willUpdateWorkingDirectory", "didUpdateWorkingDirectory", "didReloadWebView"])
+        harness.trace.expect([
+            .applied("deploy/checkStarted", ["deploy.phase": "checking", "deploy.lastCheck": "2025-11-30T02:05:40.123456Z"]),
+            .applied("deploy/newDeployAvailable", ["deploy.phase": "updateAvailable", "deploy.availableUpdate": "update-1"]),
+            .applied("deploy/downloadProgress", ["deploy.phase": "downloading", "deploy.progress": 50]),
+            .applied("deploy/downloaded", ["deploy.phase": "downloaded", "deploy.holdingUpdate": "update-1", "deploy.progress": 100]),
+            .applied("deploy/willUpdateWorkingDirectory", ["deploy.phase": "installing"]),
+            .applied("deploy/didUpdateWorkingDirectory", ["deploy.phase": "installed", "deploy.workingUpdate": "update-1", "deploy.holdingUpdate": nil,
+                                                          "deploy.pendingUpdate": "update-1", "deploy.availableUpdate": nil]),
+            .applied("deploy/didReloadWebView", ["deploy.phase": "launched"]),
+        ], exhaustive: true)
         #expect(harness.workingFile() == "<h1>one</h1>")
         #expect(harness.workingFile("js/app.js") == "go()")
         #expect(try harness.deploy("workingUpdate") == "update-1")
@@ -69,7 +77,7 @@ struct DeployClientTests {
         #expect(try harness.transitions(after: 0) == ["checkStarted", "newDeployAvailable"])
         try client.enterForeground()
         #expect(try harness.store.lastSeq() == 2, "a second foreground within a day checked again")
-        harness.temporary.clock.advance(microseconds: 86_400_000_000)
+        harness.trace.clock.advance(microseconds: 86_400_000_000)
         try client.enterForeground()
         #expect(try harness.transitions(after: 2) == ["checkStarted", "newDeployAvailable"])
         #expect(harness.workingFile() == nil, "checkNewDeploy must not install")

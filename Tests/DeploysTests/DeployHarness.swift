@@ -6,16 +6,18 @@ import LoopbackServer
 
 /// A log, an app directory, a server directory and (when asked) the update server on loopback.
 final class DeployHarness {
-    let temporary: TemporaryEventStore
+    /// The log, with the assertions of `EventLogTesting` (non-exhaustive: most tests here look
+    /// at a few transitions and at the files).
+    let trace: TraceTester
     let root = TemporaryDirectory("deploys")
     private(set) var server: LoopbackServer?
-    var store: EventStore { temporary.store }
+    var store: EventStore { trace.store }
     var serverDirectory: String { root.file("server") }
     var appDirectory: String { root.file("app") }
     var manifestURL: URL { server!.url.appendingPathComponent("manifest") }
 
-    init(serve: Bool = true) throws {
-        temporary = try TemporaryEventStore(stepMicroseconds: 1_000)
+    init(serve: Bool = true, name: String = #function) throws {
+        trace = try TraceTester(exhaustive: false, stepMicroseconds: 1_000, name: name)
         try FileManager.default.createDirectory(atPath: root.file("server"), withIntermediateDirectories: true)
         if serve { try startServer() }
     }

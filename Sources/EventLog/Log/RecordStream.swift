@@ -24,6 +24,8 @@ final class CommitSignal: @unchecked Sendable {
     let pollInterval: Double
     /// The next wait's timeout while a commit may be in flight; `nil` outside one.
     private var retryDelay: Double?
+    /// Where an async waiter blocks in `wait`.
+    let waitingQueue = DispatchQueue(label: "eventlog.commit-signal")
 
     init(dataFile: String, pollInterval: Double = 0.25) {
         self.pollInterval = pollInterval
@@ -140,13 +142,14 @@ public struct RecordStream: AsyncSequence, Sendable {
             return record
         }
 
-        /// Waits on a thread of Dispatch's, so that the cooperative pool is never blocked;
-        /// cancellation wakes the wait at once.
+        /// Waits on a queue of its own, so that neither the cooperative pool nor Dispatch's
+        /// global queues (as wide as the machine has cores) are ever blocked by it: a private
+        /// queue gets a thread of its own while its work blocks. Cancellation wakes the wait at once.
         private func waitForCommit() async {
             let signal = self.signal
             await withTaskCancellationHandler {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    DispatchQueue.global().async {
+                    signal.waitingQueue.async {
                         signal.wait()
                         continuation.resume()
                     }
