@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "Objects", targets: ["Objects"]),
         .library(name: "UpdatePrompts", targets: ["UpdatePrompts"]),
         .library(name: "Deploys", targets: ["Deploys"]),
+        .library(name: "Fleet", targets: ["Fleet"]),
         .library(name: "EventLogTesting", targets: ["EventLogTesting"]),
         .executable(name: "eventlog", targets: ["eventlog"]),
         .executable(name: "eventlog-bench", targets: ["EventLogBenchmarks"]),
@@ -26,6 +27,12 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // nats.c, the NATS client with JetStream (Debian: libnats-dev), for the fleet.
+        .systemLibrary(
+            name: "CNATS",
+            pkgConfig: "libnats",
+            providers: [.apt(["libnats-dev"])]
+        ),
         // CRC-32C with the CPU's instruction, where it has one.
         .target(name: "CCRC32C"),
         // Turns a fault reading a damaged LMDB file into a one-line error, for the command line.
@@ -42,13 +49,15 @@ let package = Package(
         .target(name: "UpdatePrompts", dependencies: ["EventLog", "HTTPFetch"]),
         // Web bundles shipped into app installs over Expo Updates v1, every transition an event.
         .target(name: "Deploys", dependencies: ["EventLog", "HTTPFetch", "CCrypto"]),
+        // Logs of many installs in NATS JetStream: shipped, pulled back byte for byte, bisected together.
+        .target(name: "Fleet", dependencies: ["EventLog", "CNATS"]),
         // The botmessages demo app: its effects, properties, sample data and URL routes.
         .target(name: "DemoMessenger", dependencies: ["Effects", "Objects", "UpdatePrompts", "Deploys"]),
         // Test support: temporary logs with hand-moved clocks, exhaustive assertions on the trace,
         // recorded sessions replayed as regression tests; for Swift Testing and XCTest alike.
         .target(name: "EventLogTesting", dependencies: ["EventLog", "Effects"]),
         // The `eventlog` commands: a pure parser and a runner, testable in-process.
-        .target(name: "EventLogCLI", dependencies: ["EventLog", "Effects", "Objects", "UpdatePrompts", "Deploys", "HTTPFetch", "DemoMessenger"]),
+        .target(name: "EventLogCLI", dependencies: ["EventLog", "Effects", "Objects", "UpdatePrompts", "Deploys", "Fleet", "HTTPFetch", "DemoMessenger"]),
         .executableTarget(name: "eventlog", dependencies: ["EventLogCLI"]),
 
         // The benchmark harness and its peers (raw LMDB, SQLite, JSON lines); build it in release.
@@ -80,6 +89,7 @@ let package = Package(
         // Servers the tests start on loopback: real HTTP, no mocks.
         .target(name: "LoopbackServer", path: "Tests/LoopbackServer", exclude: ["fixture_server.py"]),
         .testTarget(name: "UpdatePromptsTests", dependencies: ["UpdatePrompts", "EventLog", "EventLogTesting", "LoopbackServer"]),
+        .testTarget(name: "FleetTests", dependencies: ["Fleet", "EventLog", "EventLogTesting", "LoopbackServer"]),
         .testTarget(name: "DeploysTests", dependencies: ["Deploys", "EventLog", "EventLogTesting", "LoopbackServer"]),
         .testTarget(name: "DemoMessengerTests", dependencies: ["DemoMessenger", "Effects", "EventLog", "EventLogTesting"]),
         .testTarget(name: "EventLogCLITests", dependencies: ["EventLogCLI", "EventLog", "EventLogTesting", "LoopbackServer"], exclude: ["Fixtures"]),

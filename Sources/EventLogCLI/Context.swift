@@ -62,7 +62,7 @@ func attempt<R>(writingTo database: String? = nil, _ body: () throws -> R) throw
     } catch let error as EventStoreError {
         switch error {
         case .noSuchEvent, .staleWrite, .invalidWrite, .limitExceeded, .readOnly: throw CLIError.badInput("\(error)")
-        case .corruptRecord, .damaged: throw CLIError.problem("\(error)")
+        case .corruptRecord, .damaged, .outOfSequence, .otherLog: throw CLIError.problem("\(error)")
         case .notFound, .notAnEventLog, .newerFormat: throw unavailable(error)
         }
     } catch {

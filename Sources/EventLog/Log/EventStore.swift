@@ -63,6 +63,8 @@ public final class EventStore: @unchecked Sendable {
         /// CRC-32C of the three values above, in this order; every format version keeps it.
         static let checksum = "checksum"
         static let checked = [format, keyframeRatio, keyframeMinimumEvents]
+        /// The log's id: 16 bytes of a random UUID, then their CRC-32C.
+        static let logID = "logId"
     }
 
     /// Opens the event log in directory `path`, creating it unless `options.readOnly`.
@@ -97,8 +99,11 @@ public final class EventStore: @unchecked Sendable {
                 let values = [Self.formatVersion, options.keyframePolicy.ratio, options.keyframePolicy.minimumEvents]
                 for (key, value) in zip(MetaKey.checked, values) { try txn.put(meta, key: key, value: value) }
                 try txn.put(meta, key: MetaKey.checksum, value: Self.metaChecksum(values))
+                try Self.putLogID(UUID(), meta: meta, in: txn)
                 return (meta, events, keyframes, options.keyframePolicy, Self.formatVersion)
             }
+            // A log from before ids gets one the first time it is opened for writing.
+            if writable, try txn.get(meta, key: MetaKey.logID) == nil { try Self.putLogID(UUID(), meta: meta, in: txn) }
             let values = try MetaKey.checked.map { key in try txn.get(meta, key: key).map { try Self.readUInt32($0, key) } }
             let checksum = try txn.get(meta, key: MetaKey.checksum).map { try Self.readUInt32($0, MetaKey.checksum) }
             // With a checksum the record is known to be a log's (every format keeps this one),
@@ -128,6 +133,42 @@ public final class EventStore: @unchecked Sendable {
         // and salvaged; the first write rebuilds the tip and is refused while the damage stands.
         let known = (try? environment.read { txn in try currentTip(in: txn) }) ?? .unknown
         tip.withLock { $0 = known }
+    }
+
+    /// This log's stable id: random, made once when the log is created (or, for a log from
+    /// before ids, the first time it is opened for writing), and kept by copies of the log that
+    /// `eventlog pull` makes. `nil` only for such an older log opened read-only.
+    public var logID: UUID? {
+        get throws { try environment.read { txn in try logID(in: txn) } }
+    }
+
+    private func logID(in txn: borrowing Transaction) throws -> UUID? {
+        guard let bytes = try txn.get(meta, key: MetaKey.logID) else { return nil }
+        guard bytes.count == 20,
+              CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[..<16])) == UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 16, as: UInt32.self)) else {
+            throw EventStoreError.damaged("the meta record's log id fails its checksum")
+        }
+        return UUID(uuid: bytes.loadUnaligned(as: uuid_t.self))
+    }
+
+    /// Gives an empty log the id of the log it is about to copy (`eventlog pull`). A log that
+    /// holds events keeps its id: this throws unless the id is already `id`.
+    package func adoptLogID(_ id: UUID) throws {
+        try environment.write { txn in
+            let current = try logID(in: txn)
+            guard current != id else { return }
+            guard try lastSeq(in: txn) == 0 else {
+                throw EventStoreError.otherLog("it holds events of log \(current?.uuidString.lowercased() ?? "(no id)")")
+            }
+            try Self.putLogID(id, meta: meta, in: txn)
+        }
+    }
+
+    private static func putLogID(_ id: UUID, meta: Database, in txn: borrowing Transaction) throws {
+        var bytes = withUnsafeBytes(of: id.uuid) { Array($0) }
+        let checksum = bytes.withUnsafeBytes { CRC32C.checksum($0) }
+        withUnsafeBytes(of: checksum.littleEndian) { bytes += $0 }
+        try bytes.withUnsafeBytes { try txn.put(meta, key: MetaKey.logID, bytes: $0) }
     }
 
     private static func readUInt32(_ bytes: UnsafeRawBufferPointer, _ key: String) throws -> UInt32 {
@@ -351,6 +392,13 @@ public final class EventStore: @unchecked Sendable {
         return writeSets
     }
 
+    /// Calls `body` with the seq and the bytes as stored (checksum included) of each record
+    /// after `start` through `end`, in one read transaction; `body` returns `false` to stop.
+    package func forEachStoredRecord(after start: UInt64, through end: UInt64 = .max,
+                                     _ body: (_ seq: UInt64, _ bytes: UnsafeRawBufferPointer) throws -> Bool) throws {
+        try environment.read { txn in try forEachStoredRecord(after: start, through: end, in: txn, body) }
+    }
+
     /// Calls `body` with the seq and stored bytes of each record after `start` through `end`,
     /// in order, checking that the seqs are dense; `body` returns `false` to stop.
     private func forEachStoredRecord(after start: UInt64, through end: UInt64, in txn: borrowing Transaction,
@@ -472,6 +520,23 @@ public struct AppendBatch: ~Copyable {
             try put(record, seq: tip.seq + 1)
             try advance(recordBytes: record.count, stateDelta: encoded.stateDelta)
         }
+    }
+
+    /// Appends a record exactly as another copy of this log stored it (`eventlog pull`): its
+    /// checksum, which covers its seq, is checked; `seq` must be the next; its writes are checked
+    /// against the state as any append's are; the bytes are stored unchanged.
+    @discardableResult
+    package mutating func appendStored(_ bytes: UnsafeRawBufferPointer, seq: UInt64) throws -> EventRecord {
+        guard seq == tip.seq + 1 else { throw EventStoreError.outOfSequence(expected: tip.seq + 1, found: seq) }
+        var stateDelta = 0
+        let record: EventRecord
+        do throws(RecordDecodingError) { record = try RecordCodec.decode(bytes, seq: seq, stateDelta: &stateDelta) } catch {
+            throw EventStoreError.corruptRecord(seq: seq, reason: error.reason)
+        }
+        try apply(record.event.writes)
+        try put(bytes, seq: seq)
+        try advance(recordBytes: bytes.count, stateDelta: stateDelta)
+        return record
     }
 
     /// Applies `writes` to the state, checking the value each replaces; on a mismatch it

@@ -23,6 +23,10 @@ public enum EventStoreError: Error, Hashable, CustomStringConvertible {
     case noSuchEvent(seq: UInt64, last: UInt64)
     /// The store was opened read-only.
     case readOnly
+    /// A record copied from another store is not the next one. Nothing was appended.
+    case outOfSequence(expected: UInt64, found: UInt64)
+    /// The database belongs to another log than the one asked for.
+    case otherLog(String)
 
     public var description: String {
         switch self {
@@ -39,6 +43,8 @@ public enum EventStoreError: Error, Hashable, CustomStringConvertible {
         case .noSuchEvent(let seq, let last):
             last == 0 ? "no event \(seq): the log is empty" : "no event \(seq): the log holds 1-\(last)"
         case .readOnly: "the event log is open read-only"
+        case .outOfSequence(let expected, let found): "record \(found) does not follow: the log's next seq is \(expected)"
+        case .otherLog(let reason): "another log's database: \(reason)"
         }
     }
 }

@@ -41,10 +41,13 @@ package struct Transaction: ~Copyable {
 
     /// Stores a little-endian `UInt32` under the UTF-8 bytes of `key`.
     package func put(_ db: Database, key: String, value: UInt32) throws {
+        try withUnsafeBytes(of: value.littleEndian) { try put(db, key: key, bytes: $0) }
+    }
+
+    /// Stores `bytes` under the UTF-8 bytes of `key`.
+    package func put(_ db: Database, key: String, bytes: UnsafeRawBufferPointer) throws {
         var key = key
-        try key.withUTF8 { k in
-            try withUnsafeBytes(of: value.littleEndian) { try put(db, key: UnsafeRawBufferPointer(k), value: $0) }
-        }
+        try key.withUTF8 { try put(db, key: UnsafeRawBufferPointer($0), value: bytes) }
     }
 
     /// The value stored under `key`, borrowed from the map, or `nil` when absent.

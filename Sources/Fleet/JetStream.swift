@@ -1,0 +1,228 @@
+import CNATS
+import Foundation
+
+/// Why a fleet operation stopped, in one line, with the exit code it deserves.
+public struct FleetError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable {
+        /// The server cannot be reached or did not answer in time (exit 3); a retry may work.
+        case unavailable
+        /// What the stream or the log holds is not what it must be: a gap, another log's
+        /// records, a checksum that fails (exit 1).
+        case refused
+    }
+
+    public let kind: Kind
+    public let description: String
+
+    init(_ kind: Kind, _ description: String) {
+        self.kind = kind
+        self.description = description
+    }
+}
+
+/// A connection to NATS with JetStream, through nats.c (Debian's `libnats-dev`). Calls block
+/// the calling thread; one value is used by one thread at a time.
+final class JetStream {
+    private var connection: OpaquePointer?
+    private var context: OpaquePointer?
+    /// The servers, as given (`nats://host:port`, comma-separated for a cluster).
+    let servers: String
+    /// How long a request may wait for its answer, in milliseconds.
+    let timeout: Int64
+
+    /// Connects to `servers`, trying each; keeps reconnecting to the cluster while connected.
+    init(servers: String, timeout: Double) throws(FleetError) {
+        self.servers = servers
+        self.timeout = Int64(timeout * 1_000)
+        var options: OpaquePointer?
+        try Self.check(natsOptions_Create(&options), "cannot set up a connection to \(servers)")
+        defer { natsOptions_Destroy(options) }
+        try Self.check(natsOptions_SetURL(options, servers), "invalid server list \(servers)")
+        _ = natsOptions_SetTimeout(options, self.timeout)
+        _ = natsOptions_SetAllowReconnect(options, true)
+        _ = natsOptions_SetMaxReconnect(options, 60)
+        _ = natsOptions_SetReconnectWait(options, 250)
+        try Self.check(natsConnection_Connect(&connection, options), "cannot reach \(servers)")
+        var jsOptions = jsOptions()
+        jsOptions_Init(&jsOptions)
+        jsOptions.Wait = self.timeout
+        try Self.check(natsConnection_JetStream(&context, connection, &jsOptions), "no JetStream at \(servers)")
+    }
+
+    deinit {
+        jsCtx_Destroy(context)
+        natsConnection_Destroy(connection)
+    }
+
+    /// Creates the stream of subjects `eventlog.>` when it is missing: file storage, with
+    /// `replicas` copies. An existing stream is used as it is.
+    func ensureStream(_ name: String, replicas: Int) throws(FleetError) {
+        var code = jsErrCode(0)
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        let found = js_GetStreamInfo(&info, context, name, nil, &code)
+        jsStreamInfo_Destroy(info)
+        if found == NATS_OK { return }
+        guard code == JSStreamNotFoundErr else { throw Self.error(found, code, "cannot read stream \(name) at \(servers)") }
+        var config = jsStreamConfig()
+        jsStreamConfig_Init(&config)
+        let status: natsStatus = name.withCString { cName in
+            Subjects.all.withCString { cSubject in
+                var subjects: [UnsafePointer<CChar>?] = [cSubject]
+                return subjects.withUnsafeMutableBufferPointer { list in
+                    config.Name = cName
+                    config.Subjects = list.baseAddress
+                    config.SubjectsLen = 1
+                    config.Storage = js_FileStorage
+                    config.Replicas = Int64(replicas)
+                    var created: UnsafeMutablePointer<jsStreamInfo>?
+                    defer { jsStreamInfo_Destroy(created) }
+                    return js_AddStream(&created, context, &config, nil, &code)
+                }
+            }
+        }
+        // Another shipper may have created it in the meantime.
+        if status != NATS_OK, code != JSStreamNameExistErr { throw Self.error(status, code, "cannot create stream \(name) at \(servers)") }
+    }
+
+    /// The newest message on `subject`, or `nil` when it has none.
+    func lastMessage(stream: String, subject: String) throws(FleetError) -> Message? {
+        var message: OpaquePointer?
+        var code = jsErrCode(0)
+        let status = js_GetLastMsg(&message, context, stream, subject, nil, &code)
+        if status == NATS_NOT_FOUND || code == JSNoMessageFoundErr { return nil }
+        guard status == NATS_OK, let message else { throw Self.error(status, code, "cannot read the last message of \(subject) at \(servers)") }
+        defer { natsMsg_Destroy(message) }
+        return Message(message)
+    }
+
+    /// Publishes `data` on `subject` with message id `id`, expecting the subject's newest
+    /// message to be stream sequence `after` (0: no message). Returns the stream sequence it
+    /// got, and whether the stream already held it (a retry of a publish whose answer was lost).
+    func publish(_ data: UnsafeRawBufferPointer, subject: String, id: String, after: UInt64) throws(FleetError) -> (sequence: UInt64, duplicate: Bool) {
+        var options = jsPubOptions()
+        jsPubOptions_Init(&options)
+        options.MaxWait = timeout
+        if after == 0 { options.ExpectNoMessage = true } else { options.ExpectLastSubjectSeq = after }
+        var ack: UnsafeMutablePointer<jsPubAck>?
+        var code = jsErrCode(0)
+        let status = id.withCString { cID in
+            options.MsgId = cID
+            return js_Publish(&ack, context, subject, data.baseAddress, Int32(data.count), &options, &code)
+        }
+        defer { jsPubAck_Destroy(ack) }
+        guard status == NATS_OK, let ack else {
+            if code == JSStreamWrongLastSequenceErr { throw FleetError(.refused, "the stream moved on: \(subject)'s newest message is not sequence \(after) (another shipper?)") }
+            throw Self.error(status, code, "cannot publish \(id) to \(servers)")
+        }
+        return (ack.pointee.Sequence, ack.pointee.Duplicate)
+    }
+
+    /// The subjects of `stream` under `filter`, with how many messages each holds.
+    func subjects(stream: String, filter: String) throws(FleetError) -> [(subject: String, messages: UInt64)] {
+        var options = jsOptions()
+        jsOptions_Init(&options)
+        options.Wait = timeout
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var code = jsErrCode(0)
+        let status = filter.withCString { cFilter in
+            options.Stream.Info.SubjectsFilter = cFilter
+            return js_GetStreamInfo(&info, context, stream, &options, &code)
+        }
+        defer { jsStreamInfo_Destroy(info) }
+        guard status == NATS_OK, let info else { throw Self.error(status, code, "cannot read stream \(stream) at \(servers)") }
+        guard let list = info.pointee.State.Subjects else { return [] }
+        return (0..<Int(list.pointee.Count)).map { index in
+            let entry = list.pointee.List[index]
+            return (String(cString: entry.Subject), entry.Msgs)
+        }
+    }
+
+    /// The messages of `subject` from stream sequence `start` on, in order, through an ordered
+    /// consumer (the server skips the stream's other subjects).
+    func messages(stream: String, subject: String, from start: UInt64) throws(FleetError) -> Subscription {
+        var options = jsSubOptions()
+        jsSubOptions_Init(&options)
+        var subscription: OpaquePointer?
+        var code = jsErrCode(0)
+        let status = stream.withCString { cStream in
+            options.Stream = cStream
+            options.Ordered = true
+            options.Config.DeliverPolicy = js_DeliverByStartSequence
+            options.Config.OptStartSeq = max(1, start)
+            return js_SubscribeSync(&subscription, context, subject, nil, &options, &code)
+        }
+        guard status == NATS_OK, let subscription else { throw Self.error(status, code, "cannot read \(subject) at \(servers)") }
+        return Subscription(subscription, servers: servers)
+    }
+
+    /// A message as the fleet uses it: its data, its stream sequence and its message id.
+    struct Message {
+        var data: [UInt8]
+        var sequence: UInt64
+        var id: String?
+
+        init(_ message: OpaquePointer) {
+            let length = Int(natsMsg_GetDataLength(message))
+            data = length == 0 ? [] : Array(UnsafeRawBufferPointer(start: natsMsg_GetData(message), count: length))
+            var value: UnsafePointer<CChar>?
+            id = natsMsgHeader_Get(message, "Nats-Msg-Id", &value) == NATS_OK ? value.map { String(cString: $0) } : nil
+            sequence = natsMsg_GetSequence(message)
+            if sequence == 0 {
+                // Delivered by a consumer: the stream sequence is in its metadata.
+                var metadata: UnsafeMutablePointer<jsMsgMetaData>?
+                if natsMsg_GetMetaData(&metadata, message) == NATS_OK, let metadata {
+                    sequence = metadata.pointee.Sequence.Stream
+                    jsMsgMetaData_Destroy(metadata)
+                }
+            }
+        }
+    }
+
+    /// An ordered consumer's messages, one at a time.
+    final class Subscription {
+        private let handle: OpaquePointer
+        private let servers: String
+
+        init(_ handle: OpaquePointer, servers: String) {
+            self.handle = handle
+            self.servers = servers
+        }
+
+        deinit {
+            natsSubscription_Unsubscribe(handle)
+            natsSubscription_Destroy(handle)
+        }
+
+        /// The next message, or `nil` when none came within `timeout` seconds.
+        func next(timeout: Double) throws(FleetError) -> Message? {
+            var message: OpaquePointer?
+            let status = natsSubscription_NextMsg(&message, handle, Int64(timeout * 1_000))
+            if status == NATS_TIMEOUT { return nil }
+            guard status == NATS_OK, let message else { throw JetStream.error(status, jsErrCode(0), "the stream stopped delivering from \(servers)") }
+            defer { natsMsg_Destroy(message) }
+            return Message(message)
+        }
+    }
+
+    /// Subjects: one per log.
+    enum Subjects {
+        static let prefix = "eventlog."
+        static let all = "eventlog.>"
+        static func of(_ logID: UUID) -> String { prefix + logID.uuidString.lowercased() }
+    }
+
+    private static func check(_ status: natsStatus, _ what: String) throws(FleetError) {
+        guard status == NATS_OK else { throw error(status, jsErrCode(0), what) }
+    }
+
+    /// `what`, then nats.c's own words for it.
+    static func error(_ status: natsStatus, _ code: jsErrCode, _ what: String) -> FleetError {
+        var last = NATS_OK
+        let detail = nats_GetLastError(&last).map { String(cString: $0) } ?? String(cString: natsStatus_GetText(status))
+        let unavailable = [NATS_NO_SERVER, NATS_TIMEOUT, NATS_CONNECTION_CLOSED, NATS_CONNECTION_DISCONNECTED, NATS_IO_ERROR,
+                           NATS_NO_RESPONDERS, NATS_STALE_CONNECTION].contains(status)
+        let text = detail.isEmpty ? String(cString: natsStatus_GetText(status)) : detail
+        return FleetError(unavailable ? .unavailable : .refused,
+                          "\(what): \(text.split(separator: "\n").first.map(String.init) ?? text)" + (code.rawValue != 0 ? " (JetStream error \(code.rawValue))" : ""))
+    }
+}

@@ -1,0 +1,252 @@
+import EventLog
+import Foundation
+
+/// Where a log stands in a stream: the last log seq the stream holds (shipped or pulled
+/// through) and the stream sequence of that message. Kept in the database beside the log
+/// (`fleet` read model), per stream, so that a restart asks the stream only to confirm it.
+struct StreamPosition: Equatable {
+    var through: UInt64 = 0
+    var sequence: UInt64 = 0
+
+    static let database = "fleet"
+
+    static func key(_ direction: String, stream: String) -> [UInt8] { Array("\(direction):\(stream)".utf8) }
+
+    static func read(_ direction: String, stream: String, in store: EventStore) throws -> StreamPosition? {
+        guard let db = try store.openDatabase(named: database, create: false) else { return nil }
+        return try store.read { txn in
+            try key(direction, stream: stream).withUnsafeBytes { key in
+                guard let bytes = try txn.get(db, key: key), bytes.count == 16 else { return nil }
+                return StreamPosition(through: UInt64(littleEndian: bytes.loadUnaligned(as: UInt64.self)),
+                                      sequence: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+            }
+        }
+    }
+
+    func write(_ direction: String, stream: String, in batch: inout AppendBatch, db: Database) throws {
+        var bytes = withUnsafeBytes(of: through.littleEndian) { Array($0) }
+        withUnsafeBytes(of: sequence.littleEndian) { bytes += $0 }
+        try StreamPosition.key(direction, stream: stream).withUnsafeBytes { key in
+            try bytes.withUnsafeBytes { try batch.put(db, key: key, value: $0) }
+        }
+    }
+}
+
+/// The message id of a log's record in the stream: `<log id>:<seq>`.
+enum MessageID {
+    static func of(_ logID: UUID, seq: UInt64) -> String { "\(logID.uuidString.lowercased()):\(seq)" }
+
+    /// The seq a message id names, when it names one of `logID`'s records.
+    static func seq(_ id: String?, of logID: UUID) -> UInt64? {
+        guard let id, let colon = id.lastIndex(of: ":"), UUID(uuidString: String(id[..<colon])) == logID else { return nil }
+        return UInt64(id[id.index(after: colon)...])
+    }
+}
+
+/// Ships one log's records to a JetStream stream, on the subject `eventlog.<log id>`, each as
+/// its stored bytes (checksum included) with message id `<log id>:<seq>` and the subject's
+/// expected last sequence, so that a retry after any crash neither loses nor duplicates a
+/// record, and a record never lands after a gap. Where the stream stands is asked of the
+/// stream at every start (its newest message for the subject names the last seq it holds),
+/// and kept in the database as records are acknowledged.
+public struct Shipper {
+    public let store: EventStore
+    /// `nats://host:port`, or several, comma-separated, for a cluster.
+    public let servers: String
+    /// The stream, created when missing.
+    public var stream = "EVENTLOG"
+    /// The copies the stream keeps when this shipper creates it.
+    public var replicas = 1
+    /// Seconds a request may wait for an answer.
+    public var timeout = 5.0
+
+    public init(store: EventStore, servers: String) {
+        self.store = store
+        self.servers = servers
+    }
+
+    /// What a `ship` did.
+    public struct Report: Sendable, Equatable {
+        public var logID: UUID
+        /// Records published by this call.
+        public var shipped: Int
+        /// The last seq the stream holds.
+        public var through: UInt64
+
+        public init(logID: UUID, shipped: Int, through: UInt64) {
+            self.logID = logID
+            self.shipped = shipped
+            self.through = through
+        }
+    }
+
+    /// Ships every record the stream does not hold yet; with `follow`, goes on shipping as
+    /// events commit until `stop` returns `true` (checked at least every quarter second).
+    /// `progress` hears of every 1,024 records acknowledged.
+    @discardableResult
+    public func ship(follow: Bool = false, stop: @escaping () -> Bool = { false },
+                     progress: (Report) -> Void = { _ in }) throws -> Report {
+        guard let logID = try store.logID else {
+            throw FleetError(.refused, "\(store.path) has no log id yet: open it for writing once (for example with eventlog ship itself)")
+        }
+        let js = try JetStream(servers: servers, timeout: timeout)
+        try js.ensureStream(stream, replicas: replicas)
+        let subject = JetStream.Subjects.of(logID)
+        guard let db = try store.openDatabase(named: StreamPosition.database, create: true) else {
+            throw FleetError(.refused, "cannot keep the shipping position in \(store.path)")
+        }
+        var position = try confirmedPosition(js, subject: subject, logID: logID)
+        var report = Report(logID: logID, shipped: 0, through: position.through)
+        func save() throws {
+            try store.transact { batch in try position.write("shipped", stream: stream, in: &batch, db: db) }
+        }
+        try save()
+        while true {
+            // A chunk at a time, copied out of a short read transaction: the network never
+            // holds one open.
+            var chunk: [(seq: UInt64, bytes: [UInt8])] = []
+            try store.forEachStoredRecord(after: position.through) { seq, bytes in
+                chunk.append((seq, Array(bytes)))
+                return chunk.count < 1_024
+            }
+            for (seq, bytes) in chunk {
+                let ack: (sequence: UInt64, duplicate: Bool)
+                do {
+                    ack = try bytes.withUnsafeBytes { try js.publish($0, subject: subject, id: MessageID.of(logID, seq: seq), after: position.sequence) }
+                } catch let error as FleetError where error.kind == .unavailable {
+                    try? save()
+                    throw FleetError(.unavailable, "\(error.description); the stream holds this log through seq \(position.through), and shipping again resumes there")
+                }
+                position = StreamPosition(through: seq, sequence: ack.sequence)
+                report.shipped += ack.duplicate ? 0 : 1
+                report.through = seq
+                if stop() { break }
+            }
+            if !chunk.isEmpty {
+                try save()
+                progress(report)
+            }
+            if stop() { break }
+            if chunk.count == 1_024 { continue }
+            guard follow else { break }
+            try store.follow(after: position.through, chunk: 1, stop: stop) { _ in false }
+        }
+        return report
+    }
+
+    /// Where the stream stands for this log, from its newest message on the subject, checked
+    /// against the log: a stream ahead of the log, or holding other bytes for a seq, is
+    /// another log's (a copy that went its own way) and is refused.
+    private func confirmedPosition(_ js: JetStream, subject: String, logID: UUID) throws -> StreamPosition {
+        guard let last = try js.lastMessage(stream: stream, subject: subject) else { return StreamPosition() }
+        guard let seq = MessageID.seq(last.id, of: logID) else {
+            throw FleetError(.refused, "the newest message on \(subject) is not one of this log's records (message id \(last.id ?? "none"))")
+        }
+        var local: [UInt8]?
+        try store.forEachStoredRecord(after: seq - 1, through: seq) { _, bytes in local = Array(bytes); return false }
+        guard let local else {
+            throw FleetError(.refused, "stream \(stream) holds this log through seq \(seq), but the log ends at \(try store.lastSeq()): it is not the log that was shipped")
+        }
+        guard local == last.data else {
+            throw FleetError(.refused, "stream \(stream) holds another record \(seq) for this log: the log was changed after it was shipped")
+        }
+        return StreamPosition(through: seq, sequence: last.sequence)
+    }
+}
+
+/// Copies one log out of a stream into a local database, record for record and byte for
+/// byte: each record's checksum is checked, seqs must follow on without a gap, and writes are
+/// checked against the state as any append's are. A second pull goes on from where the copy
+/// ends.
+public struct Puller {
+    public let servers: String
+    public var stream = "EVENTLOG"
+    public var timeout = 5.0
+
+    public init(servers: String) {
+        self.servers = servers
+    }
+
+    /// What a `pull` did.
+    public struct Report: Sendable, Equatable {
+        public var logID: UUID
+        public var pulled: Int
+        /// The last seq the copy holds.
+        public var through: UInt64
+
+        public init(logID: UUID, pulled: Int, through: UInt64) {
+            self.logID = logID
+            self.pulled = pulled
+            self.through = through
+        }
+    }
+
+    /// Copies the records of `logID` the copy in `store` lacks; with `follow`, goes on as
+    /// they arrive until `stop` returns `true`.
+    @discardableResult
+    public func pull(_ logID: UUID, into store: EventStore, follow: Bool = false, stop: @escaping () -> Bool = { false },
+                     progress: (Report) -> Void = { _ in }) throws -> Report {
+        let js = try JetStream(servers: servers, timeout: timeout)
+        let subject = JetStream.Subjects.of(logID)
+        let newest = try js.lastMessage(stream: stream, subject: subject)
+        guard newest != nil || follow else { throw FleetError(.refused, "stream \(stream) holds no log \(logID.uuidString.lowercased())") }
+        do { try store.adoptLogID(logID) } catch let error as EventStoreError {
+            throw FleetError(.refused, "\(store.path) is not a copy of log \(logID.uuidString.lowercased()): \(error)")
+        }
+        guard let db = try store.openDatabase(named: StreamPosition.database, create: true) else {
+            throw FleetError(.refused, "cannot keep the pull position in \(store.path)")
+        }
+        var position = StreamPosition(through: try store.lastSeq())
+        if let kept = try StreamPosition.read("pulled", stream: stream, in: store), kept.through == position.through {
+            position.sequence = kept.sequence
+        }
+        var report = Report(logID: logID, pulled: 0, through: position.through)
+        let end = newest.flatMap { MessageID.seq($0.id, of: logID) } ?? 0
+        if !follow, position.through >= end { return report }
+
+        let messages = try js.messages(stream: stream, subject: subject, from: position.sequence + 1)
+        var pending: [JetStream.Message] = []
+        func commit() throws {
+            guard !pending.isEmpty else { return }
+            do { try append() } catch let error as EventStoreError {
+                throw FleetError(.refused, "a record of log \(logID.uuidString.lowercased()) is refused: \(error)")
+            }
+            report.pulled += pending.count
+            report.through = position.through
+            pending.removeAll(keepingCapacity: true)
+            progress(report)
+        }
+        func append() throws {
+            try store.transact { batch in
+                for message in pending {
+                    guard let seq = MessageID.seq(message.id, of: logID) else { continue }
+                    try message.data.withUnsafeBytes { _ = try batch.appendStored($0, seq: seq) }
+                }
+                position = StreamPosition(through: batch.lastSeq, sequence: pending[pending.count - 1].sequence)
+                try position.write("pulled", stream: stream, in: &batch, db: db)
+            }
+        }
+        var expected = position.through + 1
+        while !stop() {
+            guard let message = try messages.next(timeout: follow ? 0.25 : timeout) else {
+                try commit()
+                if follow { continue }
+                throw FleetError(.unavailable, "the stream stopped delivering log \(logID.uuidString.lowercased()) at seq \(report.through) of \(end); pulling again resumes there")
+            }
+            guard let seq = MessageID.seq(message.id, of: logID) else {
+                throw FleetError(.refused, "a message on \(subject) is not one of this log's records (message id \(message.id ?? "none"))")
+            }
+            if seq < expected { continue }  // already in the copy
+            guard seq == expected else {
+                try commit()
+                throw FleetError(.refused, "the stream skips from seq \(expected - 1) to \(seq) of log \(logID.uuidString.lowercased()): a gap, refused")
+            }
+            pending.append(message)
+            expected += 1
+            if pending.count == 1_024 { try commit() }
+            if !follow, seq >= end { break }
+        }
+        try commit()
+        return report
+    }
+}

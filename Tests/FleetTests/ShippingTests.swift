@@ -1,0 +1,97 @@
+import EventLog
+import EventLogTesting
+import Fleet
+import Foundation
+import LoopbackServer
+import Testing
+
+/// A log of `count` counter events (a keyframe every few), with payloads to make records differ in size.
+func counterLog(_ count: Int, name: String = #function) throws -> TemporaryEventStore {
+    let log = try TemporaryEventStore(keyframePolicy: KeyframePolicy(ratio: 4), name: name)
+    try appendCounter(count, to: log.store)
+    return log
+}
+
+func appendCounter(_ count: Int, to store: EventStore) throws {
+    try store.transact { batch in
+        for _ in 0..<count {
+            let n = Int64(batch.lastSeq)
+            try batch.append(Event(stream: "counter", type: "increment", origin: "test", payload: ["note": .string(String(repeating: "x", count: Int(n % 7)))],
+                                   writes: [Write("count", old: n == 0 ? nil : .int(n), new: .int(n + 1))]))
+        }
+    }
+}
+
+/// Every record's bytes as stored, checksum included, in order.
+func storedRecords(_ store: EventStore) throws -> [[UInt8]] {
+    var records: [[UInt8]] = []
+    try store.forEachStoredRecord(after: 0) { _, bytes in records.append(Array(bytes)); return true }
+    return records
+}
+
+@Suite(.serialized) struct ShippingTests {
+    @Test func aShippedLogPullsBackRecordForRecordAndAgainOnlyWhatIsNew() throws {
+        let nats = try NATSServers()
+        let log = try counterLog(300)
+        let logID = try #require(try log.store.logID)
+        let first = try Shipper(store: log.store, servers: nats.urls).ship()
+        #expect(first == Shipper.Report(logID: logID, shipped: 300, through: 300))
+
+        let copyDirectory = TemporaryDirectory()
+        let copy = try EventStore(path: copyDirectory.file("copy"))
+        #expect(try Puller(servers: nats.urls).pull(logID, into: copy) == Puller.Report(logID: logID, pulled: 300, through: 300))
+        #expect(try copy.logID == logID)
+        #expect(try storedRecords(copy) == storedRecords(log.store))
+        #expect(try copy.verify().isOK)
+
+        // Nothing new: nothing shipped or pulled. Then 50 more: only those.
+        #expect(try Shipper(store: log.store, servers: nats.urls).ship().shipped == 0)
+        try appendCounter(50, to: log.store)
+        #expect(try Shipper(store: log.store, servers: nats.urls).ship() == Shipper.Report(logID: logID, shipped: 50, through: 350))
+        #expect(try Puller(servers: nats.urls).pull(logID, into: copy).pulled == 50)
+        #expect(try storedRecords(copy) == storedRecords(log.store))
+        #expect(try copy.currentState == log.store.currentState)
+    }
+
+    @Test func aCopyOfAnotherLogIsRefused() throws {
+        let nats = try NATSServers()
+        let a = try counterLog(10), b = try counterLog(10)
+        try Shipper(store: a.store, servers: nats.urls).ship()
+        let aID = try #require(try a.store.logID)
+        #expect(throws: FleetError.self) { try Puller(servers: nats.urls).pull(aID, into: b.store) }
+        #expect(try b.store.lastSeq() == 10)
+        let unknown = TemporaryDirectory()
+        let error = #expect(throws: FleetError.self) { try Puller(servers: nats.urls).pull(UUID(), into: try EventStore(path: unknown.file("db"))) }
+        #expect(error?.description.contains("holds no log") == true, "\(String(describing: error))")
+    }
+
+    @Test func aServerThatIsDownIsUnavailableAndShippingResumesWhenItIsBack() throws {
+        let nats = try NATSServers()
+        let log = try counterLog(100)
+        try Shipper(store: log.store, servers: nats.urls).ship()
+        nats.kill(0)
+        try appendCounter(100, to: log.store)
+        var shipper = Shipper(store: log.store, servers: nats.urls)
+        shipper.timeout = 1
+        let error = #expect(throws: FleetError.self) { try shipper.ship() }
+        #expect(error?.kind == .unavailable, "\(String(describing: error))")
+        try nats.restart(0)
+        #expect(try shipper.ship().shipped == 100)
+        let copy = TemporaryDirectory()
+        let pulled = try EventStore(path: copy.file("db"))
+        try Puller(servers: nats.urls).pull(try #require(try log.store.logID), into: pulled)
+        #expect(try storedRecords(pulled) == storedRecords(log.store))
+    }
+
+    @Test func aLogChangedAfterShippingIsRefused() throws {
+        let nats = try NATSServers()
+        let log = try counterLog(20)
+        try Shipper(store: log.store, servers: nats.urls).ship()
+        // Another log given the same id (a restored backup that went its own way).
+        let other = try TemporaryEventStore()
+        try other.store.adoptLogID(try #require(try log.store.logID))
+        try appendCounter(5, to: other.store)
+        let error = #expect(throws: FleetError.self) { try Shipper(store: other.store, servers: nats.urls).ship() }
+        #expect(error?.description.contains("but the log ends at 5") == true, "\(String(describing: error))")
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+
+/// `nats-server` with JetStream (Debian's `nats-server`), started by a test on loopback: one
+/// server, or a cluster of three that replicates streams with RAFT. Each node stores in a
+/// temporary directory of its own; all are killed and removed when the test lets go.
+public final class NATSServers: @unchecked Sendable {
+    private struct Node {
+        var name: String
+        var port: Int
+        var clusterPort: Int
+        var monitorPort: Int
+        var process: Process?
+    }
+
+    private var nodes: [Node]
+    private let directory: String
+
+    /// Starts `count` nodes (1, or 3 for a cluster) and waits (up to 20 s) until JetStream
+    /// answers on every one.
+    public init(count: Int = 1) throws {
+        directory = NSTemporaryDirectory() + "eventlog-nats-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        nodes = try (0..<count).map { index in
+            Node(name: "n\(index)", port: try Self.freePort(), clusterPort: try Self.freePort(), monitorPort: try Self.freePort())
+        }
+        for index in nodes.indices { try start(index) }
+        for index in nodes.indices { try waitUntilReady(index) }
+    }
+
+    deinit {
+        for index in nodes.indices { kill(index) }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Every node's client URL, comma-separated (what `--to` takes).
+    public var urls: String { nodes.map { "nats://127.0.0.1:\($0.port)" }.joined(separator: ",") }
+
+    /// One node's client URL.
+    public func url(_ index: Int) -> String { "nats://127.0.0.1:\(nodes[index].port)" }
+
+    /// Kills node `index` at once, as a crash would.
+    public func kill(_ index: Int) {
+        guard let process = nodes[index].process, process.isRunning else { return }
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        nodes[index].process = nil
+    }
+
+    /// Starts node `index` again on its ports and store, and waits until it answers.
+    public func restart(_ index: Int) throws {
+        kill(index)
+        try start(index)
+        try waitUntilReady(index)
+    }
+
+    private func start(_ index: Int) throws {
+        let node = nodes[index]
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.executable)
+        var arguments = ["-js", "-sd", directory + "/" + node.name, "-a", "127.0.0.1", "-p", String(node.port),
+                         "-m", String(node.monitorPort), "-n", node.name]
+        if nodes.count > 1 {
+            let routes = nodes.filter { $0.name != node.name }.map { "nats://127.0.0.1:\($0.clusterPort)" }.joined(separator: ",")
+            arguments += ["--cluster_name", "eventlog", "--cluster", "nats://127.0.0.1:\(node.clusterPort)", "--routes", routes]
+        }
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        nodes[index].process = process
+    }
+
+    /// Polls the node's `/healthz` until JetStream is current (a cluster has elected its leader).
+    private func waitUntilReady(_ index: Int) throws {
+        let url = URL(string: "http://127.0.0.1:\(nodes[index].monitorPort)/healthz")!
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if let data = try? Data(contentsOf: url), String(decoding: data, as: UTF8.self).contains("\"ok\"") { return }
+            usleep(100_000)
+        }
+        throw LoopbackServerError(message: "nats-server \(nodes[index].name) did not become ready within 20 s")
+    }
+
+    /// `nats-server` from Debian (`/usr/sbin`), else from `PATH`.
+    static var executable: String {
+        FileManager.default.isExecutableFile(atPath: "/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "/usr/bin/nats-server"
+    }
+
+    /// A TCP port on loopback that was free a moment ago.
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw LoopbackServerError(message: "no free port on loopback") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
