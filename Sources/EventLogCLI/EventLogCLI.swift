@@ -15,7 +15,7 @@ public enum EventLogCLI {
 
     /// The commands for `app`: the log's own, the app's, objects, and analysis through its code.
     static func commands(for app: EventLogApp) -> [CommandSpec] {
-        LogCommands.all + app.commands + ObjectCommands.all + UpdateCommands.all + DeployCommands.all + AnalysisCommands.all(for: app)
+        LogCommands.all + app.commands + ObjectCommands.all + UpdateCommands.all + DeployCommands.all + FleetCommands.all + AnalysisCommands.all(for: app)
     }
 
     /// Parses `arguments` (without the program name), runs the command and returns its exit

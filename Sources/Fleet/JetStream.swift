@@ -20,6 +20,19 @@ public struct FleetError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+/// Runs `body` again while it fails for want of a server (a node down, a leader being
+/// elected), for up to `seconds`; then the last failure stands.
+func retryingWhileUnavailable<R>(for seconds: Double, _ body: () throws -> R) throws -> R {
+    let deadline = Date().addingTimeInterval(seconds)
+    while true {
+        do {
+            return try body()
+        } catch let error as FleetError where error.kind == .unavailable && Date() < deadline {
+            usleep(200_000)
+        }
+    }
+}
+
 /// A connection to NATS with JetStream, through nats.c (Debian's `libnats-dev`). Calls block
 /// the calling thread; one value is used by one thread at a time.
 final class JetStream {
@@ -30,14 +43,18 @@ final class JetStream {
     /// How long a request may wait for its answer, in milliseconds.
     let timeout: Int64
 
-    /// Connects to `servers`, trying each; keeps reconnecting to the cluster while connected.
+    /// Connects to one of `servers` (comma-separated); while connected, moves to another on
+    /// losing it.
     init(servers: String, timeout: Double) throws(FleetError) {
         self.servers = servers
         self.timeout = Int64(timeout * 1_000)
         var options: OpaquePointer?
         try Self.check(natsOptions_Create(&options), "cannot set up a connection to \(servers)")
         defer { natsOptions_Destroy(options) }
-        try Self.check(natsOptions_SetURL(options, servers), "invalid server list \(servers)")
+        let list = servers.split(separator: ",").map { strdup(String($0)) }
+        defer { list.forEach { free($0) } }
+        var pointers = list.map { UnsafePointer<CChar>($0) }
+        try Self.check(natsOptions_SetServers(options, &pointers, Int32(pointers.count)), "invalid server list \(servers)")
         _ = natsOptions_SetTimeout(options, self.timeout)
         _ = natsOptions_SetAllowReconnect(options, true)
         _ = natsOptions_SetMaxReconnect(options, 60)

@@ -59,6 +59,9 @@ public struct Shipper {
     public var replicas = 1
     /// Seconds a request may wait for an answer.
     public var timeout = 5.0
+    /// Seconds a request keeps being tried while the servers are out of reach, once connected
+    /// (reaching none at the start fails at once).
+    public var retryFor = 30.0
 
     public init(store: EventStore, servers: String) {
         self.store = store
@@ -110,13 +113,7 @@ public struct Shipper {
                 return chunk.count < 1_024
             }
             for (seq, bytes) in chunk {
-                let ack: (sequence: UInt64, duplicate: Bool)
-                do {
-                    ack = try bytes.withUnsafeBytes { try js.publish($0, subject: subject, id: MessageID.of(logID, seq: seq), after: position.sequence) }
-                } catch let error as FleetError where error.kind == .unavailable {
-                    try? save()
-                    throw FleetError(.unavailable, "\(error.description); the stream holds this log through seq \(position.through), and shipping again resumes there")
-                }
+                let ack = try publish(bytes, seq: seq, after: position, js: js, subject: subject, logID: logID, save: save)
                 position = StreamPosition(through: seq, sequence: ack.sequence)
                 report.shipped += ack.duplicate ? 0 : 1
                 report.through = seq
@@ -132,6 +129,21 @@ public struct Shipper {
             try store.follow(after: position.through, chunk: 1, stop: stop) { _ in false }
         }
         return report
+    }
+
+    /// Publishes one record. While the servers are out of reach (a node down, a leader being
+    /// elected), it tries again for up to `retryFor` seconds: the same message id makes a retry
+    /// of a publish that was stored but not acknowledged a duplicate, which the stream drops.
+    private func publish(_ bytes: [UInt8], seq: UInt64, after position: StreamPosition, js: JetStream, subject: String,
+                         logID: UUID, save: () throws -> Void) throws -> (sequence: UInt64, duplicate: Bool) {
+        do {
+            return try retryingWhileUnavailable(for: retryFor) {
+                try bytes.withUnsafeBytes { try js.publish($0, subject: subject, id: MessageID.of(logID, seq: seq), after: position.sequence) }
+            }
+        } catch let error as FleetError where error.kind == .unavailable {
+            try? save()
+            throw FleetError(.unavailable, "\(error.description); the stream holds this log through seq \(position.through), and shipping again resumes there")
+        }
     }
 
     /// Where the stream stands for this log, from its newest message on the subject, checked
@@ -162,6 +174,8 @@ public struct Puller {
     public let servers: String
     public var stream = "EVENTLOG"
     public var timeout = 5.0
+    /// Seconds a request keeps being tried while the servers are out of reach, once connected.
+    public var retryFor = 30.0
 
     public init(servers: String) {
         self.servers = servers
@@ -188,7 +202,7 @@ public struct Puller {
                      progress: (Report) -> Void = { _ in }) throws -> Report {
         let js = try JetStream(servers: servers, timeout: timeout)
         let subject = JetStream.Subjects.of(logID)
-        let newest = try js.lastMessage(stream: stream, subject: subject)
+        let newest = try retryingWhileUnavailable(for: retryFor) { try js.lastMessage(stream: stream, subject: subject) }
         guard newest != nil || follow else { throw FleetError(.refused, "stream \(stream) holds no log \(logID.uuidString.lowercased())") }
         do { try store.adoptLogID(logID) } catch let error as EventStoreError {
             throw FleetError(.refused, "\(store.path) is not a copy of log \(logID.uuidString.lowercased()): \(error)")
@@ -204,7 +218,7 @@ public struct Puller {
         let end = newest.flatMap { MessageID.seq($0.id, of: logID) } ?? 0
         if !follow, position.through >= end { return report }
 
-        let messages = try js.messages(stream: stream, subject: subject, from: position.sequence + 1)
+        let messages = try retryingWhileUnavailable(for: retryFor) { try js.messages(stream: stream, subject: subject, from: position.sequence + 1) }
         var pending: [JetStream.Message] = []
         func commit() throws {
             guard !pending.isEmpty else { return }

@@ -53,6 +53,25 @@ public final class NATSServers: @unchecked Sendable {
         try waitUntilReady(index)
     }
 
+    /// The index of the node that leads `stream` in a cluster (its RAFT leader), from a live
+    /// node's `/jsz`; `nil` when no node names one.
+    public func leader(of stream: String) -> Int? {
+        for node in nodes where node.process != nil {
+            guard let url = URL(string: "http://127.0.0.1:\(node.monitorPort)/jsz?streams=true"),
+                  let data = try? Data(contentsOf: url),
+                  let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                  let accounts = json["account_details"] as? [[String: Any]] else { continue }
+            for account in accounts {
+                for detail in account["stream_detail"] as? [[String: Any]] ?? [] where detail["name"] as? String == stream {
+                    if let leader = (detail["cluster"] as? [String: Any])?["leader"] as? String {
+                        return nodes.firstIndex { $0.name == leader }
+                    }
+                }
+            }
+        }
+        return nil
+    }
+
     private func start(_ index: Int) throws {
         let node = nodes[index]
         let process = Process()

@@ -7,7 +7,7 @@ import Glibc
 /// Direct-mapped: each slot keeps the last name whose bytes hashed to it, and a miss simply
 /// replaces it, so the memory is fixed and a run of unique names costs a hash and a copy
 /// each. A hit is confirmed byte for byte; a cached name is never returned for other bytes.
-final class NameCache {
+package final class NameCache {
     /// A name and its encoded bytes (compared instead of the string's, which is slower to reach).
     private struct Slot<Name> {
         var hash: UInt32 = 0

@@ -451,7 +451,7 @@ public final class EventStore: @unchecked Sendable {
         }
     }
 
-    static func decode(_ bytes: UnsafeRawBufferPointer, seq: UInt64, names: NameCache? = nil) throws -> EventRecord {
+    package static func decode(_ bytes: UnsafeRawBufferPointer, seq: UInt64, names: NameCache? = nil) throws -> EventRecord {
         do throws(RecordDecodingError) { return try RecordCodec.decode(bytes, seq: seq, names: names) } catch { throw EventStoreError.corruptRecord(seq: seq, reason: error.reason) }
     }
 }

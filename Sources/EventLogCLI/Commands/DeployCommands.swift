@@ -157,12 +157,7 @@ enum DeployCommands {
         }
         let launch = try behavior("launch-behavior")
         let foreground = try behavior("foreground-behavior")
-        let timeout = try arguments.value("timeout").map { (text) throws(CLIError) -> Double in
-            guard let seconds = Double(text), seconds > 0, seconds <= 3_600 else {
-                throw CLIError.usage("--timeout must be a number of seconds above 0 and at most 3600, not \"\(text)\"")
-            }
-            return seconds
-        }
+        let timeout = try arguments.seconds("timeout")
         let token = arguments.value("project-token") ?? ProcessInfo.processInfo.environment["EVENTLOG_PROJECT_TOKEN"]
         let target: DeployTarget
         let directory: AppDirectory

@@ -8,10 +8,11 @@ enum LogCommands {
 
     static let info = CommandSpec(
         name: "info",
-        summary: "Show the format version, event count, seq range and size of the database."
+        summary: "Show the log's id, format version, event count, seq range and size of the database."
     ) { _, context in
         let store = try context.openStore()
-        let (last, first, keyframes) = try attempt { (try store.lastSeq(), try store.firstSeq(), try store.keyframeCount()) }
+        let (last, first, keyframes, logID) = try attempt { (try store.lastSeq(), try store.firstSeq(), try store.keyframeCount(), try store.logID) }
+        let id = logID?.uuidString.lowercased()
         let fileBytes = (try? FileManager.default.attributesOfItem(atPath: context.databasePath + "/data.mdb")[.size] as? Int) ?? 0
         if context.json {
             let firstSeq: StateValue = first.map { .int(Int64($0)) } ?? .null
@@ -20,11 +21,12 @@ enum LogCommands {
                 "fileBytes": .int(Int64(fileBytes)), "firstSeq": firstSeq,
                 "format": .int(Int64(store.format)), "keyframeRatio": .int(Int64(store.keyframePolicy.ratio)),
                 "keyframes": .int(Int64(keyframes)), "lastSeq": .int(Int64(last)),
-                "mapBytes": .int(Int64(store.environment.mapSize)),
+                "logId": id.map(StateValue.string) ?? .null, "mapBytes": .int(Int64(store.environment.mapSize)),
             ])
         } else {
             context.console.line("""
                 database   \(context.databasePath)
+                log id     \(id ?? "none yet (given the first time the log is opened for writing)")
                 format     \(store.format)
                 events     \(last)
                 first seq  \(first.map(String.init) ?? "-")

@@ -59,12 +59,7 @@ enum UpdateCommands {
         policy.osVersion = try arguments.value("os-version").map { (text) throws(CLIError) in try version(text, "--os-version") }
         policy.promptIntervalDays = try arguments.count("prompt-interval-days")
         if let days = policy.promptIntervalDays, days > 36_500 { throw CLIError.usage("--prompt-interval-days must be at most 36500 (a century), not \(days)") }
-        let timeout = try arguments.value("timeout").map { (text) throws(CLIError) -> Double in
-            guard let seconds = Double(text), seconds > 0, seconds <= 3_600 else {
-                throw CLIError.usage("--timeout must be a number of seconds above 0 and at most 3600, not \"\(text)\"")
-            }
-            return seconds
-        } ?? 10
+        let timeout = try arguments.seconds("timeout") ?? 10
         if let lookupText, lookupText.isEmpty { throw CLIError.usage("--lookup must not be empty") }
         if let lookupText, case .url(let url) = StoreLookupSource(lookupText), let problem = HTTPFetch.problem(with: url) {
             throw CLIError.usage("--lookup: \(problem)")

@@ -102,6 +102,15 @@ struct ParsedArguments: Sendable {
         guard let value = Int(text), value > 0 else { throw CLIError.usage("--\(name) must be a positive whole number, not \"\(text)\"") }
         return value
     }
+
+    /// The option's value as a duration in seconds, above 0 and at most an hour.
+    func seconds(_ name: String) throws(CLIError) -> Double? {
+        guard let text = values[name] else { return nil }
+        guard let seconds = Double(text), seconds > 0, seconds <= 3_600 else {
+            throw CLIError.usage("--\(name) must be a number of seconds above 0 and at most 3600, not \"\(text)\"")
+        }
+        return seconds
+    }
 }
 
 /// What a command reports as failure: a message for stderr and the exit code.

@@ -1,0 +1,233 @@
+import EventLog
+import Fleet
+import Foundation
+
+/// `eventlog ship`, `pull` and `fleet`: logs of many installs in NATS JetStream.
+enum FleetCommands {
+    static let all: [CommandSpec] = [ship, pull, fleet]
+
+    static let streamOption = CommandSpec.Option(name: "stream", value: "NAME", help: "The JetStream stream (default EVENTLOG).")
+    static let timeoutOption = CommandSpec.Option(name: "timeout", value: "SECONDS", help: "How long the server may take to answer (default 5).")
+
+    static let ship = CommandSpec(
+        name: "ship",
+        summary: "Publish the log's records that the stream does not hold yet to NATS JetStream.",
+        discussion: """
+            Each record goes as stored (checksum included) to the subject eventlog.<log id>, with
+            message id <log id>:<seq> and the subject's expected last sequence: a shipper killed at
+            any point and run again neither loses nor duplicates a record, and a gap is refused.
+            Where the stream stands is asked of the stream at every start, and kept beside the log.
+            The stream (subjects eventlog.>, file storage) is created when missing, with --replicas
+            copies. A server that cannot be reached exits 3; shipping again resumes.
+              eventlog ship --to nats://127.0.0.1:4222 --follow
+            """,
+        options: [
+            .init(name: "to", value: "URLS", help: "The NATS servers: nats://host:port, several comma-separated (else $EVENTLOG_NATS)."),
+            streamOption,
+            .init(name: "replicas", value: "N", help: "The copies a new stream keeps (default 1; 3 on a cluster of three)."),
+            .init(name: "follow", value: nil, help: "Then ship each new event as it commits, until Ctrl-C."),
+            timeoutOption,
+        ],
+        writes: true
+    ) { arguments, context in
+        let store = try context.openStore(writable: true)
+        var shipper = Shipper(store: store, servers: try servers(arguments, "to"))
+        shipper.stream = try stream(arguments)
+        shipper.replicas = try arguments.count("replicas") ?? 1
+        guard shipper.replicas <= 5 else { throw CLIError.usage("--replicas must be at most 5 (JetStream's limit), not \(shipper.replicas)") }
+        shipper.timeout = try arguments.seconds("timeout") ?? 5
+        let report = try fleetAttempt(writingTo: context.databasePath) {
+            try shipper.ship(follow: arguments.flag("follow"), stop: { context.console.isOutputClosed }) { report in
+                context.console.progress("shipped \(report.shipped) (through seq \(report.through))")
+            }
+        }
+        context.console.endProgress()
+        if context.json {
+            context.printJSON(["logId": .string(report.logID.uuidString.lowercased()), "shipped": .int(Int64(report.shipped)),
+                               "through": .int(Int64(report.through)), "stream": .string(shipper.stream)])
+        } else {
+            context.console.line("shipped \(report.shipped) events of log \(report.logID.uuidString.lowercased()) to \(shipper.stream); it holds 1-\(report.through)")
+        }
+        return .ok
+    }
+
+    static let pull = CommandSpec(
+        name: "pull",
+        summary: "Copy one log out of NATS JetStream into the database, record for record, byte for byte.",
+        discussion: """
+            The database must be new or an earlier copy of the same log: a second pull copies only
+            what is new. Every record's checksum is checked, seqs must follow on without a gap, and
+            writes are checked against the state; the copy exports byte for byte as the original.
+              eventlog pull --from nats://127.0.0.1:4222 --log 3f2a…-… --db ./install-42.lmdb
+            """,
+        options: [
+            .init(name: "from", value: "URLS", help: "The NATS servers (else $EVENTLOG_NATS)."),
+            .init(name: "log", value: "ID", help: "The log's id (eventlog fleet list; eventlog info shows a log's own)."),
+            streamOption,
+            .init(name: "follow", value: nil, help: "Then copy each new record as it arrives, until Ctrl-C."),
+            timeoutOption,
+        ],
+        writes: true
+    ) { arguments, context in
+        guard let text = arguments.value("log") else { throw CLIError.usage("pull needs --log ID (see eventlog fleet list)") }
+        guard let logID = UUID(uuidString: text) else { throw CLIError.usage("--log must be a log id (a UUID), not \"\(Render.escaped(text))\"") }
+        var puller = Puller(servers: try servers(arguments, "from"))
+        puller.stream = try stream(arguments)
+        puller.timeout = try arguments.seconds("timeout") ?? 5
+        let store = try context.openStore(writable: true)
+        let report = try fleetAttempt(writingTo: context.databasePath) {
+            try puller.pull(logID, into: store, follow: arguments.flag("follow"), stop: { context.console.isOutputClosed }) { report in
+                context.console.progress("pulled \(report.pulled) (through seq \(report.through))")
+            }
+        }
+        context.console.endProgress()
+        if context.json {
+            context.printJSON(["logId": .string(logID.uuidString.lowercased()), "pulled": .int(Int64(report.pulled)),
+                               "through": .int(Int64(report.through))])
+        } else {
+            context.console.line("pulled \(report.pulled) events of log \(logID.uuidString.lowercased()); the copy holds 1-\(report.through)")
+        }
+        return .ok
+    }
+
+    static let fleet = CommandSpec(
+        name: "fleet",
+        summary: "The logs in a NATS JetStream stream: list them, or bisect them all with one predicate.",
+        discussion: """
+            Actions:
+              list      every log in the stream: its id, events and newest event's time
+              bisect    copy each log (--logs, else all) into a scratch directory and find the first
+                        event after which --where holds, as 'eventlog bisect --where' does, as many
+                        logs at once as there are cores; then a summary: how many logs reached the
+                        state, the earliest, and the commonest cause
+              eventlog fleet bisect --from nats://127.0.0.1:4222 --where 'messenger.selectedTab == "bots" && messenger.listFilter == null'
+            """,
+        arguments: [.init(name: "ACTION", help: "list or bisect.")],
+        options: [
+            .init(name: "from", value: "URLS", help: "The NATS servers (else $EVENTLOG_NATS)."),
+            streamOption,
+            .init(name: "where", value: "EXPR", help: "bisect: the bad state, as for eventlog bisect --where."),
+            .init(name: "logs", value: "ID[,ID…]", help: "bisect: only these logs."),
+            timeoutOption,
+        ]
+    ) { arguments, context in
+        var fleet = Fleet(servers: try servers(arguments, "from"))
+        fleet.stream = try stream(arguments)
+        fleet.timeout = try arguments.seconds("timeout") ?? 5
+        switch arguments.positionals[0] {
+        case "list": return try list(fleet, context)
+        case "bisect": return try bisect(fleet, arguments, context)
+        case let other: throw CLIError.usage("unknown fleet action '\(Render.escaped(other))' (expected list or bisect)")
+        }
+    }
+
+    private static func list(_ fleet: Fleet, _ context: Context) throws(CLIError) -> ExitCode {
+        let logs = try fleetAttempt { try fleet.logs() }
+        if context.json {
+            context.printJSON(["logs": .array(logs.map {
+                ["logId": .string($0.logID.uuidString.lowercased()), "events": .int(Int64($0.events)),
+                 "lastSeq": .int(Int64($0.lastSeq)), "lastTime": .string($0.lastTime.description)]
+            })])
+        } else {
+            for log in logs {
+                context.console.line("\(log.logID.uuidString.lowercased())  \(String(log.events).padding(toLength: 9, withPad: " ", startingAt: 0)) events  last \(log.lastTime)")
+            }
+            context.console.line("\(logs.count) log\(logs.count == 1 ? "" : "s") in \(fleet.stream)")
+        }
+        return .ok
+    }
+
+    private static func bisect(_ fleet: Fleet, _ arguments: ParsedArguments, _ context: Context) throws(CLIError) -> ExitCode {
+        guard let text = arguments.value("where") else { throw CLIError.usage("fleet bisect needs --where EXPR") }
+        let predicate: StatePredicate
+        do { predicate = try StatePredicate(parsing: text) } catch { throw CLIError.usage("--where: \(error)") }
+        let logs = try arguments.value("logs").map { (list) throws(CLIError) -> [UUID] in
+            try list.split(separator: ",").map { (id) throws(CLIError) -> UUID in
+                guard let logID = UUID(uuidString: String(id)) else { throw CLIError.usage("--logs: \"\(Render.escaped(String(id)))\" is not a log id") }
+                return logID
+            }
+        }
+        // The copies live in a directory this call creates and removes.
+        let scratch = NSTemporaryDirectory() + "eventlog-fleet-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let console = context.console
+        let findings = try fleetAttempt {
+            try fleet.bisect(where: predicate, logs: logs, scratch: scratch) { done in console.progress("\(done) logs bisected") }
+        }
+        context.console.endProgress()
+        let bad = findings.filter { $0.firstBad != nil }
+        let causes = Dictionary(grouping: bad, by: { cause(of: $0.firstBad!) }).mapValues(\.count)
+        let commonest = causes.max { $0.value < $1.value || ($0.value == $1.value && $0.key > $1.key) }
+        let earliest = bad.min { $0.firstBad!.time < $1.firstBad!.time }
+        if context.json {
+            context.printJSON([
+                "logs": .array(findings.map { finding in
+                    var entry: StateObject = ["logId": .string(finding.logID.uuidString.lowercased()), "events": .int(Int64(finding.events))]
+                    entry["firstBad"] = finding.firstBad.map(\.jsonValue) ?? .null
+                    return .object(entry)
+                }),
+                "reached": .int(Int64(bad.count)), "total": .int(Int64(findings.count)),
+                "earliest": earliest.map { .string($0.logID.uuidString.lowercased()) } ?? .null,
+                "commonestCause": commonest.map { .string($0.key) } ?? .null,
+            ])
+        } else {
+            for finding in findings {
+                let id = finding.logID.uuidString.lowercased()
+                guard let record = finding.firstBad else {
+                    context.console.line("\(id)  never (\(finding.events) events)")
+                    continue
+                }
+                context.console.line("\(id)  first bad event \(record.seq) of \(finding.events), \(record.time): \(record.event.stream)/\(Render.stepName(record.event))  cause \(Render.escaped(cause(of: record)))")
+                for write in record.event.writes { context.console.line("      \(Render.write(write))") }
+            }
+            context.console.line("\(bad.count) of \(findings.count) logs reached \(text)"
+                + (earliest.map { "; earliest \($0.logID.uuidString.lowercased()) at \($0.firstBad!.time)" } ?? "")
+                + (commonest.map { "; commonest cause \(Render.escaped($0.key)) (\($0.value))" } ?? ""))
+        }
+        return bad.isEmpty ? .problem : .ok
+    }
+
+    /// What started an event: its plan's source (a URL), else its origin and type.
+    private static func cause(of record: EventRecord) -> String {
+        if let cause = record.event.cause, !cause.source.isEmpty { return cause.source }
+        return "\(record.event.origin) \(record.event.stream)/\(record.event.type)"
+    }
+
+    private static func servers(_ arguments: ParsedArguments, _ option: String) throws(CLIError) -> String {
+        guard let servers = arguments.value(option) ?? ProcessInfo.processInfo.environment["EVENTLOG_NATS"], !servers.isEmpty else {
+            throw CLIError.usage("give the NATS servers with --\(option) nats://host:port (or $EVENTLOG_NATS)")
+        }
+        for url in servers.split(separator: ",") {
+            guard let parsed = URLComponents(string: String(url)), ["nats", "tls"].contains(parsed.scheme ?? ""), parsed.host?.isEmpty == false,
+                  (parsed.port ?? 4222) > 0, (parsed.port ?? 4222) <= 65_535 else {
+                throw CLIError.usage("--\(option): \"\(Render.escaped(String(url)))\" is not a NATS server URL (nats://host:port)")
+            }
+        }
+        return servers
+    }
+
+    private static func stream(_ arguments: ParsedArguments) throws(CLIError) -> String {
+        let name = arguments.value("stream") ?? "EVENTLOG"
+        // JetStream's rule for stream names: no spaces, dots, wildcards or path separators.
+        guard !name.isEmpty, name.utf8.count <= 255, !name.unicodeScalars.contains(where: { " .*>/\\\t\r\n".unicodeScalars.contains($0) || $0.value < 0x20 }) else {
+            throw CLIError.usage("--stream must be a name without spaces, dots, '*', '>' or slashes, not \"\(Render.escaped(name))\"")
+        }
+        return name
+    }
+}
+
+/// Runs fleet code and turns its errors into the CLI's: an unreachable server is exit 3, a
+/// refusal (a gap, another log's records, a damaged record) exit 1; the log's own errors as
+/// `attempt` turns them.
+func fleetAttempt<R>(writingTo database: String? = nil, _ body: () throws -> R) throws(CLIError) -> R {
+    try attempt(writingTo: database) {
+        do {
+            return try body()
+        } catch let error as FleetError {
+            switch error.kind {
+            case .unavailable: throw CLIError.unavailable(error.description)
+            case .refused: throw CLIError.problem(error.description)
+            }
+        }
+    }
+}

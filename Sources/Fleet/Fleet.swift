@@ -1,0 +1,90 @@
+import Dispatch
+import EventLog
+import Foundation
+
+/// The logs a stream holds, and questions asked of all of them at once.
+public struct Fleet: Sendable {
+    public let servers: String
+    public var stream = "EVENTLOG"
+    public var timeout = 5.0
+
+    public init(servers: String) {
+        self.servers = servers
+    }
+
+    /// One log in the stream: how many events it holds, and its newest.
+    public struct LogSummary: Sendable, Equatable {
+        public var logID: UUID
+        public var events: UInt64
+        public var lastSeq: UInt64
+        public var lastTime: Timestamp
+    }
+
+    /// Every log in the stream, by id.
+    public func logs() throws -> [LogSummary] {
+        let js = try JetStream(servers: servers, timeout: timeout)
+        return try js.subjects(stream: stream, filter: JetStream.Subjects.all).compactMap { entry -> LogSummary? in
+            guard let logID = UUID(uuidString: String(entry.subject.dropFirst(JetStream.Subjects.prefix.count))),
+                  let last = try js.lastMessage(stream: stream, subject: entry.subject),
+                  let seq = MessageID.seq(last.id, of: logID) else { return nil }
+            let record = try last.data.withUnsafeBytes { bytes -> EventRecord in
+                do { return try EventStore.decode(bytes, seq: seq) } catch {
+                    throw FleetError(.refused, "the newest record of log \(logID.uuidString.lowercased()) in the stream is damaged: \(error)")
+                }
+            }
+            return LogSummary(logID: logID, events: entry.messages, lastSeq: seq, lastTime: record.time)
+        }.sorted { $0.logID.uuidString < $1.logID.uuidString }
+    }
+
+    /// Where one log first reached the state the predicate describes.
+    public struct Finding: Sendable {
+        public var logID: UUID
+        /// The first event after which the predicate holds, with its state's value at the
+        /// predicate's paths; `nil` when the log never reaches it.
+        public var firstBad: EventRecord?
+        public var events: UInt64
+    }
+
+    /// Copies each log (`logs`, or every log in the stream) into `scratch` and finds the first
+    /// event after which `predicate` holds, as `bisect --where` does; as many logs at once as
+    /// the machine has cores. Findings come in the order of `logs`, or by id.
+    public func bisect(where predicate: StatePredicate, logs requested: [UUID]? = nil, scratch: String,
+                       progress: @escaping @Sendable (Int) -> Void = { _ in }) throws -> [Finding] {
+        let ids = try requested ?? logs().map(\.logID)
+        let results = Results(count: ids.count)
+        DispatchQueue.concurrentPerform(iterations: ids.count) { index in
+            results.set(index, Result { try find(ids[index], predicate, scratch: scratch + "/" + ids[index].uuidString.lowercased()) })
+            progress(results.done)
+        }
+        return try results.values.map { try $0!.get() }
+    }
+
+    private func find(_ logID: UUID, _ predicate: StatePredicate, scratch: String) throws -> Finding {
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        let copy = try EventStore(path: scratch, options: { var options = EventStore.Options(); options.durability = .lastCommitMayBeLost; return options }())
+        var puller = Puller(servers: servers)
+        puller.stream = stream
+        puller.timeout = timeout
+        let report = try puller.pull(logID, into: copy)
+        let found = try copy.firstEvent(where: predicate)
+        return Finding(logID: logID, firstBad: try found.firstBad.flatMap { try copy.record($0) }, events: report.through)
+    }
+
+    /// Results filled in from several threads.
+    private final class Results: @unchecked Sendable {
+        private let lock = NSLock()
+        private(set) var values: [Result<Finding, any Error>?]
+        private var finished = 0
+
+        init(count: Int) { values = Array(repeating: nil, count: count) }
+
+        func set(_ index: Int, _ value: Result<Finding, any Error>) {
+            lock.withLock {
+                values[index] = value
+                finished += 1
+            }
+        }
+
+        var done: Int { lock.withLock { finished } }
+    }
+}

@@ -1,0 +1,138 @@
+import EventLog
+import EventLogTesting
+import Foundation
+import LoopbackServer
+import Testing
+
+/// `eventlog ship`, `pull` and `fleet` against nats-server on loopback, started by the tests:
+/// one server, or a cluster of three.
+@Suite(.serialized) struct FleetCommandTests {
+    let dir = TemporaryDirectory()
+
+    /// A database of `count` counter events, imported by the built binary.
+    func log(_ name: String, events count: Int) throws -> String {
+        let db = dir.file(name)
+        try counterEvents(key: name, count: count).write(toFile: dir.file("\(name).jsonl"), atomically: true, encoding: .utf8)
+        #expect(try runEventlog(["import", dir.file("\(name).jsonl"), "--batch", "5000", "--db", db]).code == 0)
+        return db
+    }
+
+    func logID(_ db: String) throws -> String {
+        try #require(try StateValue(json: try runEventlog(["info", "--json", "--db", db]).out)["logId"]?.stringValue)
+    }
+
+    /// How many messages the stream holds for each log.
+    func streamCounts(_ servers: String) throws -> [String: Int64] {
+        let listed = try runEventlog(["fleet", "list", "--json", "--from", servers])
+        guard listed.code == 0, let logs = try StateValue(json: listed.out)["logs"]?.arrayValue else { return [:] }
+        return Dictionary(uniqueKeysWithValues: logs.compactMap { log in
+            log["logId"]?.stringValue.flatMap { id in log["events"]?.intValue.map { (id, $0) } }
+        })
+    }
+
+    /// Waits (up to 30 s) until the stream holds some of `id`'s events.
+    func waitUntilShipping(_ id: String, _ servers: String) throws {
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if (try streamCounts(servers)[id] ?? 0) > 0 { return }
+            usleep(20_000)
+        }
+        Issue.record("nothing was shipped within 30 s")
+    }
+
+    /// Pulls `id` into a new database and checks it exports byte for byte as `original`.
+    func expectPulledCopyEquals(_ original: String, id: String, from servers: String) throws {
+        let copy = dir.file("copy-\(UUID().uuidString)")
+        let pulled = try runEventlog(["pull", "--from", servers, "--log", id, "--db", copy])
+        #expect(pulled.code == 0, "\(pulled.err)")
+        #expect(try runEventlog(["verify", "--db", copy]).code == 0)
+        let a = try runEventlog(["export", "--db", original]).out, b = try runEventlog(["export", "--db", copy]).out
+        #expect(!a.isEmpty && a == b)
+        #expect(try logID(copy) == id)
+    }
+
+    @Test func aShipperKilledMidBatchAndRestartedLosesAndDuplicatesNothing() throws {
+        let nats = try NATSServers()
+        let db = try log("killed", events: 30_000)
+        let id = try logID(db)
+        let shipper = try spawnEventlog(["ship", "--to", nats.urls, "--db", db])
+        shipper.standardOutput = FileHandle.nullDevice
+        try shipper.run()
+        try waitUntilShipping(id, nats.urls)
+        kill(shipper.processIdentifier, SIGKILL)
+        shipper.waitUntilExit()
+        #expect(shipper.terminationReason == .uncaughtSignal)
+        let again = try runEventlog(["ship", "--to", nats.urls, "--json", "--db", db])
+        #expect(again.code == 0, "\(again.err)")
+        #expect(try StateValue(json: again.out)["through"] == 30_000)
+        #expect(try streamCounts(nats.urls)[id] == 30_000)
+        try expectPulledCopyEquals(db, id: id, from: nats.urls)
+    }
+
+    @Test func aServerThatIsDownExitsThreeAndShippingResumesWhenItIsBack() throws {
+        let nats = try NATSServers()
+        let db = try log("down", events: 500)
+        #expect(try runEventlog(["ship", "--to", nats.urls, "--db", db]).code == 0)
+        nats.kill(0)
+        #expect(try runEventlog(["import", "-", "--db", db], stdin: counterEvents(key: "down", count: 100, start: 500)).code == 0)
+        let down = try runEventlog(["ship", "--to", nats.urls, "--timeout", "1", "--db", db])
+        #expect(down.code == 3)
+        #expect(down.err.hasPrefix("Error: cannot reach \(nats.urls)") && down.err.split(separator: "\n").count == 1, "\(down.err)")
+        try nats.restart(0)
+        let back = try runEventlog(["ship", "--to", nats.urls, "--json", "--db", db])
+        #expect(try StateValue(json: back.out)["shipped"] == 100, "\(back.err)")
+        try expectPulledCopyEquals(db, id: try logID(db), from: nats.urls)
+    }
+
+    @Test func aClusterLosingItsLeaderMidShipLosesNothing() throws {
+        let nats = try NATSServers(count: 3)
+        let db = try log("cluster", events: 20_000)
+        let id = try logID(db)
+        let shipper = try spawnEventlog(["ship", "--to", nats.urls, "--replicas", "3", "--db", db])
+        let output = Pipe()
+        shipper.standardOutput = FileHandle.nullDevice
+        shipper.standardError = output
+        try shipper.run()
+        try waitUntilShipping(id, nats.urls)
+        let leader = try #require(nats.leader(of: "EVENTLOG"))
+        nats.kill(leader)
+        let err = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        shipper.waitUntilExit()
+        #expect(shipper.terminationStatus == 0, "\(err)")
+        let survivor = nats.url((leader + 1) % 3)
+        #expect(try streamCounts(survivor)[id] == 20_000)
+        try expectPulledCopyEquals(db, id: id, from: survivor)
+    }
+
+    @Test func fleetBisectFindsTheFirstBadEventOfEveryLog() throws {
+        let nats = try NATSServers()
+        let a = try log("a", events: 300), b = try log("b", events: 100)
+        for db in [a, b] { #expect(try runEventlog(["ship", "--to", nats.urls, "--db", db]).code == 0) }
+        let listed = try runEventlog(["fleet", "list", "--from", nats.urls])
+        #expect(listed.out.hasSuffix("2 logs in EVENTLOG\n"), "\(listed.out)")
+        let found = try runEventlog(["fleet", "bisect", "--from", nats.urls, "--where", "a >= 150 || b >= 150", "--json"])
+        #expect(found.code == 0, "\(found.err)")
+        let report = try StateValue(json: found.out)
+        #expect(report["reached"] == 1 && report["total"] == 2)
+        let logs = try #require(report["logs"]?.arrayValue)
+        let reached = try #require(logs.first { $0["logId"]?.stringValue == (try? logID(a)) })
+        #expect(reached["firstBad"]?["seq"] == 151)
+        #expect(logs.first { $0["logId"]?.stringValue == (try? logID(b)) }?["firstBad"] == .null)
+        #expect(report["earliest"]?.stringValue == (try logID(a)))
+        let none = try runEventlog(["fleet", "bisect", "--from", nats.urls, "--where", "a >= 1000"])
+        #expect(none.code == 1)
+        #expect(none.out.hasSuffix("0 of 2 logs reached a >= 1000\n"), "\(none.out)")
+    }
+
+    @Test func badFleetInputIsAUsageError() throws {
+        let db = try log("usage", events: 1)
+        for arguments in [["ship", "--db", db], ["ship", "--to", "http://x:1", "--db", db], ["ship", "--to", "nats://h:99999", "--db", db],
+                          ["ship", "--to", "nats://h:1", "--stream", "a.b", "--db", db], ["pull", "--from", "nats://h:1", "--db", db],
+                          ["pull", "--from", "nats://h:1", "--log", "nope", "--db", db], ["fleet", "frob", "--from", "nats://h:1"],
+                          ["fleet", "bisect", "--from", "nats://h:1"], ["fleet", "bisect", "--from", "nats://h:1", "--where", "a =="]] {
+            let result = try runEventlog(arguments, environment: ["EVENTLOG_NATS": ""])
+            #expect(result.code == 2, "\(arguments): \(result.err)")
+            #expect(result.err.hasPrefix("Error: "), "\(arguments): \(result.err)")
+        }
+    }
+}
