@@ -69,7 +69,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "EventLogBenchmarks",
-            dependencies: ["EventLog", "Objects", "CLMDB", "CSQLite"],
+            dependencies: ["EventLog", "Objects", "Fleet", "LoopbackServer", "CLMDB", "CSQLite"],
             path: "Benchmarks/EventLogBenchmarks"
         ),
 

@@ -64,10 +64,12 @@ let batchRuns = [(100, false), (10_000, false), (1, true), (100, true), (10_000,
 let readSteps = [("replay", ["replay", "replay.state"]), ("snapshot.random", ["snapshot.random"]),
                  ("bisect.where", ["bisect.where"]), ("history", ["history"]), ("verify", ["verify"]), ("storage", ["storage"])]
 let objectScenarios = ["objects.create", "objects.update", "objects.delete", "objects.replay", "objects.fetch"]
+/// The scenarios that start nats-server.
+let fleetScenarios = ["fleet.ship", "fleet.pull", "fleet.bisect"]
 /// The scenarios that run the release `eventlog` binary.
 let binaryScenarios = ["import.jsonl", "deploy.download", "follow.latency"]
 let allScenarios = ["append.durable.single"] + batchRuns.map(\.name) + ["append.concurrent"] + objectScenarios
-    + readSteps.flatMap(\.1) + binaryScenarios
+    + readSteps.flatMap(\.1) + binaryScenarios + fleetScenarios
 let filter = only
 func wanted(_ name: String) -> Bool { filter.map { name.contains($0) } ?? true }
 if let filter, !allScenarios.contains(where: wanted) {
@@ -128,6 +130,9 @@ do {
         try step("import.jsonl") { [try Scenarios.importJSONLines(events: sizes.importEvents, binary: eventlogBinary)] }
         try step("deploy.download") { [try Scenarios.deployDownload(megabytes: sizes.deployMegabytes, files: sizes.deployFiles, binary: eventlogBinary)] }
         try step("follow.latency") { [try Scenarios.followLatency(events: sizes.followEvents, binary: eventlogBinary)] }
+    }
+    try step("fleet", reporting: fleetScenarios) {
+        try Scenarios.fleet(events: sizes.fleetEvents, logs: sizes.fleetLogs, perLog: sizes.fleetEventsPerLog)
     }
 } catch {
     FileHandle.standardError.write(Data("Error: \(error)\n".utf8))

@@ -115,7 +115,9 @@ final class JetStream {
     /// Publishes `data` on `subject` with message id `id`, expecting the subject's newest
     /// message to be stream sequence `after` (0: no message). Returns the stream sequence it
     /// got, and whether the stream already held it (a retry of a publish whose answer was lost).
-    func publish(_ data: UnsafeRawBufferPointer, subject: String, id: String, after: UInt64) throws(FleetError) -> (sequence: UInt64, duplicate: Bool) {
+    /// Throws `WrongLastSequence` when the subject's newest message is another: the caller
+    /// asks the stream where it stands.
+    func publish(_ data: UnsafeRawBufferPointer, subject: String, id: String, after: UInt64) throws -> (sequence: UInt64, duplicate: Bool) {
         var options = jsPubOptions()
         jsPubOptions_Init(&options)
         options.MaxWait = timeout
@@ -128,7 +130,7 @@ final class JetStream {
         }
         defer { jsPubAck_Destroy(ack) }
         guard status == NATS_OK, let ack else {
-            if code == JSStreamWrongLastSequenceErr { throw FleetError(.refused, "the stream moved on: \(subject)'s newest message is not sequence \(after) (another shipper?)") }
+            if code == JSStreamWrongLastSequenceErr { throw WrongLastSequence() }
             throw Self.error(status, code, "cannot publish \(id) to \(servers)")
         }
         return (ack.pointee.Sequence, ack.pointee.Duplicate)
@@ -194,6 +196,9 @@ final class JetStream {
             }
         }
     }
+
+    /// The subject's newest message is not the one a publish expected.
+    struct WrongLastSequence: Error {}
 
     /// An ordered consumer's messages, one at a time.
     final class Subscription {

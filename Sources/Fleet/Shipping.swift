@@ -112,13 +112,31 @@ public struct Shipper {
                 chunk.append((seq, Array(bytes)))
                 return chunk.count < 1_024
             }
+            var resynced = false
             for (seq, bytes) in chunk {
-                let ack = try publish(bytes, seq: seq, after: position, js: js, subject: subject, logID: logID, save: save)
+                let ack: (sequence: UInt64, duplicate: Bool)
+                do {
+                    ack = try publish(bytes, seq: seq, after: position, js: js, subject: subject, logID: logID, save: save)
+                } catch is JetStream.WrongLastSequence {
+                    // A publish stored but not acknowledged (a leader lost on the way), or
+                    // another shipper: the stream says where it stands, checked as at the start.
+                    let confirmed = try retryingWhileUnavailable(for: retryFor) { try confirmedPosition(js, subject: subject, logID: logID) }
+                    guard confirmed.through >= seq || confirmed.sequence != position.sequence else {
+                        throw FleetError(.refused, "the stream refuses record \(seq) of this log after seq \(position.through) and holds nothing newer")
+                    }
+                    // The record this publish carried, when it was stored after all.
+                    report.shipped += confirmed.through == seq ? 1 : 0
+                    position = confirmed
+                    report.through = confirmed.through
+                    resynced = true
+                    break
+                }
                 position = StreamPosition(through: seq, sequence: ack.sequence)
                 report.shipped += ack.duplicate ? 0 : 1
                 report.through = seq
                 if stop() { break }
             }
+            if resynced { continue }
             if !chunk.isEmpty {
                 try save()
                 progress(report)

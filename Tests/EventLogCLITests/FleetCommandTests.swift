@@ -104,6 +104,37 @@ import Testing
         try expectPulledCopyEquals(db, id: id, from: survivor)
     }
 
+    @Test func followingShipperAndPullerCarryNewEventsAsTheyCommit() throws {
+        let nats = try NATSServers()
+        let db = try log("followed", events: 10)
+        let id = try logID(db)
+        let copy = dir.file("followed-copy")
+        let shipper = try spawnEventlog(["ship", "--to", nats.urls, "--follow", "--db", db])
+        let shipped = Pipe()
+        shipper.standardOutput = shipped
+        shipper.standardError = FileHandle.nullDevice
+        try shipper.run()
+        try waitUntilShipping(id, nats.urls)
+        let puller = try spawnEventlog(["pull", "--from", nats.urls, "--log", id, "--follow", "--db", copy])
+        let pulled = Pipe()
+        puller.standardOutput = pulled
+        puller.standardError = FileHandle.nullDevice
+        try puller.run()
+        // Events committed while both follow reach the copy.
+        #expect(try runEventlog(["import", "-", "--db", db], stdin: counterEvents(key: "followed", count: 40, start: 10)).code == 0)
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, (try? EventStore(path: copy, options: { var o = EventStore.Options(); o.readOnly = true; return o }()).lastSeq()) != 50 {
+            usleep(50_000)
+        }
+        // Both end when their reader goes away, as log --follow does.
+        try shipped.fileHandleForReading.close()
+        try pulled.fileHandleForReading.close()
+        shipper.waitUntilExit()
+        puller.waitUntilExit()
+        #expect(shipper.terminationStatus == 0 && puller.terminationStatus == 0)
+        #expect(try runEventlog(["export", "--db", copy]).out == runEventlog(["export", "--db", db]).out)
+    }
+
     @Test func fleetBisectFindsTheFirstBadEventOfEveryLog() throws {
         let nats = try NATSServers()
         let a = try log("a", events: 300), b = try log("b", events: 100)

@@ -57,8 +57,7 @@ public final class NATSServers: @unchecked Sendable {
     /// node's `/jsz`; `nil` when no node names one.
     public func leader(of stream: String) -> Int? {
         for node in nodes where node.process != nil {
-            guard let url = URL(string: "http://127.0.0.1:\(node.monitorPort)/jsz?streams=true"),
-                  let data = try? Data(contentsOf: url),
+            guard let data = Self.get("/jsz?streams=true", port: node.monitorPort),
                   let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
                   let accounts = json["account_details"] as? [[String: Any]] else { continue }
             for account in accounts {
@@ -91,13 +90,41 @@ public final class NATSServers: @unchecked Sendable {
 
     /// Polls the node's `/healthz` until JetStream is current (a cluster has elected its leader).
     private func waitUntilReady(_ index: Int) throws {
-        let url = URL(string: "http://127.0.0.1:\(nodes[index].monitorPort)/healthz")!
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
-            if let data = try? Data(contentsOf: url), String(decoding: data, as: UTF8.self).contains("\"ok\"") { return }
+            if let data = Self.get("/healthz", port: nodes[index].monitorPort), String(decoding: data, as: UTF8.self).contains("\"ok\"") { return }
             usleep(100_000)
         }
         throw LoopbackServerError(message: "nats-server \(nodes[index].name) did not become ready within 20 s")
+    }
+
+    /// The body of `GET path` from the monitoring port, over a plain socket (no URLSession,
+    /// which can wait on the main thread's run loop), or `nil` when it does not answer.
+    static func get(_ path: String, port: Int) -> Data? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        guard connected else { return nil }
+        let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        guard write(fd, request, request.count) == request.count else { return nil }
+        var response = Data()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            if count <= 0 { break }
+            response.append(contentsOf: buffer[..<count])
+        }
+        guard let end = response.range(of: Data("\r\n\r\n".utf8)) else { return nil }
+        return response[end.upperBound...]
     }
 
     /// `nats-server` from Debian (`/usr/sbin`), else from `PATH`.

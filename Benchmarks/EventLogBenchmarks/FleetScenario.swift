@@ -1,0 +1,89 @@
+import Dispatch
+import EventLog
+import Fleet
+import Foundation
+import LoopbackServer
+import Synchronization
+
+extension Scenarios {
+    /// `fleet.ship`, `fleet.pull` and `fleet.bisect` against one nats-server with JetStream on
+    /// loopback (file storage), started here: shipping and pulling one log of `events`,
+    /// against appending the same events locally; then bisecting `logs` logs of `perLog`
+    /// events, each turning bad at an event of its own.
+    static func fleet(events: Int, logs: Int, perLog: Int) throws -> [ScenarioReport] {
+        let nats = try NATSServers()
+        let scratch = Scratch()
+        func counterEvents(_ count: Int, key: String = "n") -> [Event] {
+            (0..<count).map { n in
+                Event(stream: "bench", type: "tick", origin: "test",
+                      writes: [Write(StatePath([.key(key)]), old: n == 0 ? nil : .int(Int64(n - 1)), new: .int(Int64(n)))])
+            }
+        }
+        let batch = counterEvents(events)
+        let store = try EventStore(path: scratch.file("shipped.lmdb"))
+        let appendSeconds = try time {
+            for start in stride(from: 0, to: events, by: 10_000) { try store.append(contentsOf: batch[start..<min(events, start + 10_000)]) }
+        }
+        var shipper = Shipper(store: store, servers: nats.urls)
+        shipper.stream = "BENCH"
+        var shipped = 0
+        let shipSeconds = try time { shipped = try shipper.ship().shipped }
+        guard shipped == events else { throw BenchmarkError(description: "fleet.ship shipped \(shipped) of \(events) events") }
+        var puller = Puller(servers: nats.urls)
+        puller.stream = "BENCH"
+        let copy = try EventStore(path: scratch.file("pulled.lmdb"))
+        var pulled = 0
+        let logID = try store.logID!
+        let pullSeconds = try time { pulled = try puller.pull(logID, into: copy).pulled }
+        guard pulled == events, try copy.snapshot(after: UInt64(events)) == store.snapshot(after: UInt64(events)) else {
+            throw BenchmarkError(description: "fleet.pull copied \(pulled) of \(events) events, or a copy that differs")
+        }
+        let local = Measurement(subject: "local append (batches of 10,000, durable)", operations: events, seconds: appendSeconds)
+
+        // Logs that each turn bad (`bad` becomes true) at an event of their own, shipped eight at
+        // a time (shipping waits on the network, not on the cores).
+        var badAt: [UUID: UInt64] = [:]
+        let ids = try (0..<logs).map { index -> UUID in
+            let log = try EventStore(path: scratch.file("log-\(index).lmdb"))
+            var events = counterEvents(perLog)
+            let bad = perLog / 2 + index * (perLog / 2 - 1) / max(1, logs)
+            events[bad].writes.append(Write("bad", old: nil, new: true))
+            try log.append(contentsOf: events)
+            let id = try log.logID!
+            badAt[id] = UInt64(bad + 1)
+            return id
+        }
+        let failures = Mutex<[String]>([])
+        let paths = (0..<logs).map { scratch.file("log-\($0).lmdb") }
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            for index in stride(from: worker, to: logs, by: 8) {
+                do {
+                    var logShipper = Shipper(store: try EventStore(path: paths[index]), servers: nats.urls)
+                    logShipper.stream = "BENCH"
+                    try logShipper.ship()
+                } catch { failures.withLock { $0.append("\(error)") } }
+            }
+        }
+        if let failure = failures.withLock({ $0.first }) { throw BenchmarkError(description: "fleet.bisect could not ship its logs: \(failure)") }
+        var fleet = Fleet(servers: nats.urls)
+        fleet.stream = "BENCH"
+        var findings: [Fleet.Finding] = []
+        let bisectSeconds = try time {
+            findings = try fleet.bisect(where: try StatePredicate(parsing: "bad == true"), logs: ids, scratch: scratch.file("bisect"))
+        }
+        for finding in findings where finding.firstBad?.seq != badAt[finding.logID] {
+            throw BenchmarkError(description: "fleet.bisect found \(String(describing: finding.firstBad?.seq)) in a log that turns bad at \(badAt[finding.logID]!)")
+        }
+        return [
+            ScenarioReport(name: "fleet.ship", summary: "one log of \(events) events to JetStream on loopback, each publish acknowledged",
+                           measurements: [Measurement(subject: "eventlog ship", operations: events, seconds: shipSeconds), local],
+                           note: "a publish waits for its acknowledgement: the expected last subject sequence of the next one is the stream sequence it gets"),
+            ScenarioReport(name: "fleet.pull", summary: "the same log back into a new database, checksums and writes checked",
+                           measurements: [Measurement(subject: "eventlog pull", operations: events, seconds: pullSeconds), local]),
+            ScenarioReport(name: "fleet.bisect", summary: "\(logs) logs of \(perLog) events: each pulled, then bisected with --where",
+                           measurements: [Measurement(subject: "fleet bisect (logs)", operations: logs, seconds: bisectSeconds,
+                                                      extra: [("events/s", Double(logs * perLog) / bisectSeconds)])],
+                           comparesThroughput: false),
+        ]
+    }
+}
