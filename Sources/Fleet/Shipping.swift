@@ -233,7 +233,13 @@ public struct Puller {
             position.sequence = kept.sequence
         }
         var report = Report(logID: logID, pulled: 0, through: position.through)
-        let end = newest.flatMap { MessageID.seq($0.id, of: logID) } ?? 0
+        var end: UInt64 = 0
+        if let newest {
+            guard let seq = MessageID.seq(newest.id, of: logID) else {
+                throw FleetError(.refused, "the newest message on \(subject) is not one of this log's records (message id \(newest.id ?? "none"))")
+            }
+            end = seq
+        }
         if !follow, position.through >= end { return report }
 
         let messages = try retryingWhileUnavailable(for: retryFor) { try js.messages(stream: stream, subject: subject, from: position.sequence + 1) }

@@ -1,6 +1,6 @@
 import EventLog
 import EventLogTesting
-import Fleet
+@testable import Fleet
 import Foundation
 import LoopbackServer
 import Testing
@@ -93,5 +93,50 @@ func storedRecords(_ store: EventStore) throws -> [[UInt8]] {
         try appendCounter(5, to: other.store)
         let error = #expect(throws: FleetError.self) { try Shipper(store: other.store, servers: nats.urls).ship() }
         #expect(error?.description.contains("but the log ends at 5") == true, "\(String(describing: error))")
+    }
+}
+
+/// What someone else put on a log's subject is never taken for the log.
+@Suite(.serialized) struct HostileStreamTests {
+    @Test func aDamagedRecordInTheStreamIsRefusedAndTheCopyKeepsWhatWasGood() throws {
+        let nats = try NATSServers()
+        let log = try counterLog(20)
+        let logID = try #require(try log.store.logID)
+        try Shipper(store: log.store, servers: nats.urls).ship()
+        // Record 21, published by someone else: the bytes of record 20 with one byte flipped.
+        var bytes = try #require(try storedRecords(log.store).last)
+        bytes[bytes.count / 2] ^= 0x40
+        let js = try JetStream(servers: nats.urls, timeout: 5)
+        let subject = JetStream.Subjects.of(logID)
+        let last = try #require(try js.lastMessage(stream: "EVENTLOG", subject: subject))
+        _ = try bytes.withUnsafeBytes { try js.publish($0, subject: subject, id: MessageID.of(logID, seq: 21), after: last.sequence) }
+
+        let copy = TemporaryDirectory()
+        let store = try EventStore(path: copy.file("db"))
+        let error = #expect(throws: FleetError.self) { try Puller(servers: nats.urls).pull(logID, into: store) }
+        #expect(error?.kind == .refused)
+        #expect(error?.description.contains("record 21 is corrupt") == true, "\(String(describing: error))")
+        // The records before it are committed only with it, in one batch: the copy is empty or whole up to 20.
+        #expect([0, 20].contains(try store.lastSeq()))
+        #expect(try store.verify().isOK)
+        // And the shipper of the real log refuses to go on after a record that is not its own.
+        let refused = #expect(throws: FleetError.self) { try Shipper(store: log.store, servers: nats.urls).ship() }
+        #expect(refused?.description.contains("ends at 20") == true, "\(String(describing: refused))")
+    }
+
+    @Test func aMessageThatIsNoRecordOfTheLogIsRefused() throws {
+        let nats = try NATSServers()
+        let log = try counterLog(5)
+        let logID = try #require(try log.store.logID)
+        try Shipper(store: log.store, servers: nats.urls).ship()
+        let js = try JetStream(servers: nats.urls, timeout: 5)
+        let subject = JetStream.Subjects.of(logID)
+        let last = try #require(try js.lastMessage(stream: "EVENTLOG", subject: subject))
+        _ = try Array("hello".utf8).withUnsafeBytes { try js.publish($0, subject: subject, id: "someone-else", after: last.sequence) }
+        let error = #expect(throws: FleetError.self) { try Shipper(store: log.store, servers: nats.urls).ship() }
+        #expect(error?.description.contains("is not one of this log's records") == true, "\(String(describing: error))")
+        let copy = TemporaryDirectory()
+        let pulled = #expect(throws: FleetError.self) { try Puller(servers: nats.urls).pull(logID, into: try EventStore(path: copy.file("db"))) }
+        #expect(pulled != nil)
     }
 }
