@@ -37,6 +37,62 @@ struct FollowTests {
         #expect(values["a"] == 999 && values["b"] == 999)
     }
 
+    /// The data file after importing 20,000 events in 2,000 commits into a fresh database,
+    /// while `consumer` (started after the first event) does what it does.
+    func fileSizeAfterImport(_ name: String, consumer: (String) throws -> (() -> Void)) throws -> Int {
+        let db = dir.file(name)
+        try counterEvents(key: "n", count: 1).write(toFile: dir.file("\(name)-first.jsonl"), atomically: true, encoding: .utf8)
+        try counterEvents(key: "n", count: 20_000, start: 1).write(toFile: dir.file("\(name).jsonl"), atomically: true, encoding: .utf8)
+        #expect(eventlog(["import", dir.file("\(name)-first.jsonl"), "--db", db]).code == 0)
+        let finish = try consumer(db)
+        #expect(try runEventlog(["import", dir.file("\(name).jsonl"), "--batch", "10", "--db", db]).code == 0)
+        finish()
+        return try #require(try FileManager.default.attributesOfItem(atPath: db + "/data.mdb")[.size] as? Int)
+    }
+
+    /// A consumer that stops reading holds no read transaction, so LMDB goes on reusing the
+    /// pages each commit frees and the file does not grow because of it. The control, a reader
+    /// that holds one snapshot through the import, shows what growth looks like.
+    @Test func aStalledConsumerDoesNotGrowTheFile() throws {
+        let baseline = try fileSizeAfterImport("baseline") { _ in {} }
+        let pinned = try fileSizeAfterImport("pinned") { db in
+            let store = try EventStore(path: db, options: { var o = EventStore.Options(); o.readOnly = true; return o }())
+            let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                try? store.read { _ in
+                    holding.signal()
+                    release.wait()
+                }
+            }
+            holding.wait()
+            return { release.signal() }
+        }
+        let stalledStream = try fileSizeAfterImport("stalled-stream") { db in
+            let store = try EventStore(path: db, options: { var o = EventStore.Options(); o.readOnly = true; return o }())
+            var iterator = store.records(after: 0).makeAsyncIterator()
+            let first = Task { try await iterator.next() }
+            let done = DispatchSemaphore(value: 0)
+            Task { _ = try? await first.value; done.signal() }
+            done.wait()
+            return {}
+        }
+        let stalledChild = try fileSizeAfterImport("stalled-child") { db in
+            // `log --follow` whose reader never reads: once the pipe is full it blocks writing.
+            let follower = try spawnEventlog(["log", "--follow", "--db", db])
+            let output = Pipe()
+            follower.standardOutput = output
+            try follower.run()
+            return {
+                try? output.fileHandleForReading.close()
+                kill(follower.processIdentifier, SIGKILL)
+                follower.waitUntilExit()
+            }
+        }
+        #expect(pinned > baseline * 2, "the control did not grow the file: \(pinned) against \(baseline) bytes")
+        #expect(stalledStream <= baseline + baseline / 10, "\(stalledStream) against \(baseline) bytes")
+        #expect(stalledChild <= baseline + baseline / 10, "\(stalledChild) against \(baseline) bytes")
+    }
+
     @Test func cancellationEndsAWaitingStream() async throws {
         try counterEvents(key: "c", count: 3).write(toFile: dir.file("c.jsonl"), atomically: true, encoding: .utf8)
         _ = eventlog(["import", dir.file("c.jsonl"), "--db", db])
