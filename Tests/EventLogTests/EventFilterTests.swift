@@ -46,6 +46,36 @@ struct EventFilterTests {
         #expect(checked == 4 * 2 * 3 * 2 * 5 * Self.events.count)
     }
 
+    /// The store's filtered scan (write sets first when a path is given) keeps what a scan of
+    /// whole records with `keeps` keeps, over chunk boundaries.
+    @Test func theStoresFilteredScanAgreesWithAScanOfRecords() throws {
+        let log = try TemporaryEventStore()
+        var state = StateValue.emptyObject
+        var events: [Event] = []
+        for n in 0..<9_000 {
+            let key: StatePath = n % 3 == 0 ? "a.x" : n % 3 == 1 ? "a.y" : "b"
+            let write = Write(key, old: state[key], new: .int(Int64(n)))
+            let writes = n % 5 == 0 ? [] : [write]
+            try state.apply(writes)
+            events.append(Event(stream: n % 2 == 0 ? "even" : "odd", type: "set", writes: writes))
+        }
+        try log.store.append(contentsOf: events)
+        for filter in [EventFilter(touching: "a"), EventFilter(streams: ["even"], touching: "a.y"), EventFilter(touching: "b.deeper"),
+                       EventFilter(hideNoOps: true), EventFilter(touching: "none")] {
+            var scanned: [UInt64] = []
+            try log.store.forEachRecord(from: 2, to: 8_500) { record in
+                if filter.keeps(record.event) { scanned.append(record.seq) }
+                return true
+            }
+            var matched: [UInt64] = []
+            try log.store.forEachRecord(matching: filter, from: 2, to: 8_500) { matched.append($0.seq); return true }
+            #expect(matched == scanned, "\(filter)")
+        }
+        var firstTwo: [UInt64] = []
+        try log.store.forEachRecord(matching: EventFilter(touching: "b")) { firstTwo.append($0.seq); return firstTwo.count < 2 }
+        #expect(firstTwo == [3, 9])  // n = 2 and 8 (n = 5 wrote nothing)
+    }
+
     @Test func aWriteSeenFromAPath() {
         let whole = Write("messenger", old: ["listFilter": "bots", "x": 1], new: ["listFilter": "unread", "x": 1])
         #expect(whole.seen(from: "messenger.listFilter") == Write("messenger.listFilter", old: "bots", new: "unread"))

@@ -291,10 +291,12 @@ public final class EventStore: @unchecked Sendable {
 
     /// The record with sequence number `seq`, or `nil` when there is none.
     public func record(_ seq: UInt64) throws -> EventRecord? {
-        try environment.read { txn in
-            guard let bytes = try RecordCodec.withKey(seq, { try txn.get(events, key: $0) }) else { return nil }
-            return try Self.decode(bytes, seq: seq)
-        }
+        try environment.read { txn in try record(seq, in: txn) }
+    }
+
+    func record(_ seq: UInt64, in txn: borrowing Transaction) throws -> EventRecord? {
+        guard let bytes = try RecordCodec.withKey(seq, { try txn.get(events, key: $0) }) else { return nil }
+        return try Self.decode(bytes, seq: seq)
     }
 
     /// Calls `body` with each record from `from` through `to` (inclusive, clamped to the log),

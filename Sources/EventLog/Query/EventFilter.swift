@@ -36,6 +36,36 @@ public struct EventFilter: Sendable, Hashable {
     }
 }
 
+extension EventStore {
+    /// Calls `body` with each record from `from` through `to` that `filter` keeps, in order;
+    /// `body` returns `false` to stop. With `filter.touching`, write sets are scanned first
+    /// (decoding nothing else) and only the records that touch the path are decoded whole; each
+    /// read transaction covers at most 4,096 events.
+    public func forEachRecord(matching filter: EventFilter, from: UInt64 = 1, to: UInt64 = .max,
+                              _ body: (EventRecord) throws -> Bool) throws {
+        guard let touching = filter.touching else {
+            try forEachRecord(from: from, to: to) { record in try !filter.keeps(record.event) || body(record) }
+            return
+        }
+        let end = Swift.min(to, try lastSeq())
+        var seq = Swift.max(from, 1)
+        while seq <= end {
+            let chunkEnd = Swift.min(end, seq + 4_095)
+            var stopped = false
+            try read { txn in
+                let writeSets = try self.writeSets(after: seq - 1, through: chunkEnd, in: txn)
+                for (offset, writes) in writeSets.enumerated() where writes.contains(where: { $0.path.overlaps(touching) }) {
+                    let at = seq + UInt64(offset)
+                    guard let record = try self.record(at, in: txn), filter.keeps(record.event) else { continue }
+                    guard try body(record) else { stopped = true; return }
+                }
+            }
+            if stopped { return }
+            seq = chunkEnd + 1
+        }
+    }
+}
+
 extension StatePath {
     /// Whether one path is the other or lies under it: a write at either changes what the other reads.
     public func overlaps(_ other: StatePath) -> Bool {

@@ -70,7 +70,10 @@ enum LogCommands {
             context.console.line(context.json ? record.jsonValue.json() : Render.logLine(record, colors: context.console.usesColors))
         }
         guard arguments.flag("follow") else {
-            try forEachRecord(in: store, arguments) { print($0) }
+            let from = try arguments.seq("from") ?? 1
+            let to = try arguments.seq("to") ?? .max
+            guard from <= to else { throw CLIError.badInput("--from \(from) is after --to \(to)") }
+            try attempt { try store.forEachRecord(matching: filter, from: from, to: to) { print($0); return true } }
             return .ok
         }
         guard arguments.value("to") == nil else { throw CLIError.usage("--follow has no end: leave out --to") }
