@@ -17,11 +17,14 @@ public final class Console: @unchecked Sendable {
     public let showsProgress: Bool
     /// Whether human output may use colours: stdout is a terminal and `NO_COLOR` is not set.
     public let usesColors: Bool
+    /// The terminal's width in columns, when stdout is one: rows are cut to it.
+    public let width: Int?
 
     /// `stdin` returns the next chunk of input, and `nil` or no bytes at its end.
     public init(stdout: @escaping (String) -> Void, stderr: @escaping (String) -> Void,
                 stdin: @escaping () throws -> Data? = { nil }, showsProgress: Bool = false,
-                flush: @escaping () -> Void = {}, isOutputClosed: @escaping () -> Bool = { false }, usesColors: Bool = false) {
+                flush: @escaping () -> Void = {}, isOutputClosed: @escaping () -> Bool = { false }, usesColors: Bool = false,
+                width: Int? = nil) {
         writeOut = stdout
         writeErr = stderr
         readIn = stdin
@@ -29,6 +32,7 @@ public final class Console: @unchecked Sendable {
         outputClosed = isOutputClosed
         self.showsProgress = showsProgress
         self.usesColors = usesColors
+        self.width = width.map { max(20, $0) }
     }
 
     /// The process's own streams. stdout is buffered (64 KiB) until `flush()`; stderr is not.
@@ -40,7 +44,23 @@ public final class Console: @unchecked Sendable {
                        showsProgress: isatty(STDERR_FILENO) == 1,
                        flush: out.flush, isOutputClosed: { out.isClosed },
                        usesColors: isatty(STDOUT_FILENO) == 1 && (ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty
-                           && ProcessInfo.processInfo.environment["TERM"] != "dumb")
+                           && ProcessInfo.processInfo.environment["TERM"] != "dumb",
+                       width: terminalWidth())
+    }
+
+    /// stdout's terminal width: the kernel's, else `$COLUMNS`; `nil` when stdout is no terminal.
+    private static func terminalWidth() -> Int? {
+        guard isatty(STDOUT_FILENO) == 1 else { return nil }
+        var size = winsize()
+        if ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        return ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init)
+    }
+
+    /// One row of a listing (a log line, a trace line), cut to the terminal's width with `…`
+    /// when stdout is a terminal; whole otherwise (piped, or `--json`).
+    func row(_ text: String) {
+        guard let width else { return line(text) }
+        line(Render.fitted(text, width: width))
     }
 
     func out(_ text: String) { writeOut(text) }

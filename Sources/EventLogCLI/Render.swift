@@ -115,6 +115,32 @@ enum Render {
         return code.map { "\u{1B}[\($0)m\(text)\u{1B}[0m" } ?? text
     }
 
+    /// `text` cut to `width` columns, the last one `…`, when it is wider; colour escapes
+    /// (`ESC [ … m`) take no column, and a cut line ends with a reset.
+    static func fitted(_ text: String, width: Int) -> String {
+        var visible = 0
+        var inEscape = false
+        for character in text {
+            if inEscape { inEscape = character != "m" } else if character == "\u{1B}" { inEscape = true } else { visible += 1 }
+        }
+        guard visible > width else { return text }
+        var out = ""
+        var columns = 0
+        inEscape = false
+        for character in text {
+            if inEscape {
+                inEscape = character != "m"
+            } else if character == "\u{1B}" {
+                inEscape = true
+            } else {
+                guard columns < width - 1 else { break }
+                columns += 1
+            }
+            out.append(character)
+        }
+        return out + "…" + (text.contains("\u{1B}") ? "\u{1B}[0m" : "")
+    }
+
     /// Bytes for people: `1.2 MiB (1,234,567 bytes)`.
     static func bytes(_ count: Int) -> String {
         let units = ["bytes", "KiB", "MiB", "GiB", "TiB"]

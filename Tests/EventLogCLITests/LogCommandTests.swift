@@ -500,3 +500,35 @@ import Testing
         #expect(!eventlog(["log", "--json", "--db", db]).out.contains("\u{1B}["))
     }
 }
+
+@Suite struct TerminalWidthTests {
+    @Test func rowsAreCutToTheTerminalsWidthAndWholeWhenPiped() throws {
+        let dir = TemporaryDirectory()
+        let db = dir.file("w.lmdb")
+        let event = #"{"stream":"messenger","type":"selectBotTab","origin":"tap","writes":[{"path":"messenger.selectedTab","new":"bots"},{"path":"messenger.listFilter","new":"unread"}]}"#
+        #expect(eventlog(["import", "-", "--db", db], stdin: event + "\n").code == 0)
+        let piped = eventlog(["log", "--db", db]).out
+        #expect(piped.count > 100)
+        for colors in [false, true] {
+            let out = Captured()
+            let console = Console(stdout: out.append, stderr: { _ in }, usesColors: colors, width: 60)
+            #expect(EventLogCLI.run(["log", "--db", db], environment: [:], console: console) == 0)
+            let line = String(out.text.dropLast())
+            let visible = line.replacingOccurrences(of: #"\x1B\[[0-9;]*m"#, with: "", options: .regularExpression)
+            #expect(visible.count == 60 && visible.hasSuffix("…"), "\(visible)")
+            #expect(piped.hasPrefix(String(visible.dropLast())))
+            #expect(!colors || line.hasSuffix("…\u{1B}[0m"))
+            // JSON is never cut.
+            let json = Captured()
+            _ = EventLogCLI.run(["log", "--json", "--db", db], environment: [:], console: Console(stdout: json.append, stderr: { _ in }, width: 60))
+            #expect(json.text.count > 100)
+        }
+    }
+
+    @Test func fittingCountsColumnsNotEscapes() {
+        #expect(Render.fitted("abcdef", width: 6) == "abcdef")
+        #expect(Render.fitted("abcdefg", width: 6) == "abcde…")
+        #expect(Render.fitted("\u{1B}[32mabc\u{1B}[0mdefg", width: 6) == "\u{1B}[32mabc\u{1B}[0mde…\u{1B}[0m")
+        #expect(Render.fitted("\u{1B}[32mabc\u{1B}[0mdef", width: 6) == "\u{1B}[32mabc\u{1B}[0mdef")
+    }
+}

@@ -91,7 +91,7 @@ enum DeployCommands {
             if context.json {
                 context.printJSON(["events": .array(records.map(\.jsonValue)), "deploy": state, "appDirectory": .object(links)])
             } else {
-                for record in records { context.console.line(Render.logLine(record, colors: context.console.usesColors)) }
+                for record in records { context.console.row(Render.logLine(record, colors: context.console.usesColors)) }
                 if action == "status" || records.isEmpty {
                     context.console.line("phase \(Render.escaped(state["phase"]?.stringValue ?? "none"))  working \(Render.escaped(links[AppDirectory.working]?.stringValue ?? "embedded"))  holding \(Render.escaped(links[AppDirectory.holding]?.stringValue ?? "empty"))  pending \(Render.escaped(links["pending"]?.stringValue ?? "none"))")
                 }

@@ -67,7 +67,7 @@ enum LogCommands {
         let store = try context.openStore()
         func print(_ record: EventRecord) {
             guard filter.keeps(record.event) else { return }
-            context.console.line(context.json ? record.jsonValue.json() : Render.logLine(record, colors: context.console.usesColors))
+            if context.json { context.console.line(record.jsonValue.json()) } else { context.console.row(Render.logLine(record, colors: context.console.usesColors)) }
         }
         guard arguments.flag("follow") else {
             let from = try arguments.seq("from") ?? 1
@@ -172,7 +172,7 @@ enum LogCommands {
                 event.writes = writes
                 var shown = record
                 shown.event = event
-                context.console.line(Render.logLine(shown, colors: context.console.usesColors))
+                context.console.row(Render.logLine(shown, colors: context.console.usesColors))
             }
             return true
         } }

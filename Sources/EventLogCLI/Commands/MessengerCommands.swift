@@ -47,7 +47,7 @@ enum MessengerCommands {
                                "source": .string(url), "status": .string(statusName(run.status))])
         } else {
             context.console.line("\(run.id)  \(Render.escaped(url))  (\(origin.rawValue))")
-            for record in records { context.console.line(Render.traceLine(record)) }
+            for record in records { context.console.row(Render.traceLine(record)) }
             if run.status == .superseded { context.console.line("superseded by a newer plan") }
         }
         return .ok

@@ -92,7 +92,7 @@ enum UpdateCommands {
             if let answer { result["answer"] = refusal == nil ? .string(answer.rawValue) : .null; result["answerRefused"] = StateValue(refusal) }
             context.printJSON(.object(result))
         } else {
-            for record in records { context.console.line(Render.traceLine(record)) }
+            for record in records { context.console.row(Render.traceLine(record)) }
             if let failure = check?.failure { context.console.line("lookup failed: \(Render.escaped(failure.reason)); nothing else changed") }
             if let decision = check?.decision { context.console.line("decision: \(decision.rawValue)\(hint(decision))") }
         }
