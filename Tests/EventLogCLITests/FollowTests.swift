@@ -180,6 +180,26 @@ struct ObservationTests {
         }
     }
 
+    @Test func observingAPredicateDeliversWhetherItHoldsEachTimeThatChanges() async throws {
+        let temporary = try TemporaryEventStore()
+        let store = temporary.store
+        try store.append(Event(stream: "t", type: "set", writes: [Write("v", old: nil, new: 1)]))
+        let observation = try store.observe(try StatePredicate(parsing: "v >= 3"))
+        let collector = Task {
+            var seen: [String] = []
+            for try await (seq, holds) in observation {
+                seen.append("\(seq):\(holds)")
+                if seen.count == 3 { break }
+            }
+            return seen
+        }
+        // 1 → 2 (still false), 3 (true), 4 (still true), 0 (false).
+        for (old, new) in [(1, 2), (2, 3), (3, 4), (4, 0)] as [(Int64, Int64)] {
+            try store.append(Event(stream: "t", type: "set", writes: [Write("v", old: .int(old), new: .int(new))]))
+        }
+        #expect(try await collector.value == ["1:false", "3:true", "5:false"])
+    }
+
     @Test func observeDeliversTheStartThenEachChange() async throws {
         let temporary = try TemporaryEventStore()
         let store = temporary.store

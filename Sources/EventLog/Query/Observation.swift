@@ -1,6 +1,14 @@
+/// Something of the state kept current event by event, for observations: `apply` takes an
+/// event's writes and says whether `value` changed.
+public protocol StateTracker: Sendable {
+    associatedtype Value: Sendable & Equatable
+    var value: Value { get }
+    mutating func apply(_ writes: [Write]) throws -> Bool
+}
+
 /// The value at one path, kept current from write sets alone: a write at the path or above it
 /// replaces it, a write under it changes part of it. Nothing else of the state is held.
-public struct ObservedValue: Sendable, Hashable {
+public struct ObservedValue: StateTracker, Hashable {
     public let path: StatePath
     /// The value at `path`; `nil` when there is none.
     public private(set) var value: StateValue?
@@ -29,40 +37,70 @@ public struct ObservedValue: Sendable, Hashable {
     }
 }
 
-extension EventStore {
-    /// The value at `path` after `seq` (default: now), then each distinct value it takes as
-    /// events commit, from any process, with the seq of the event that set it (GRDB's
-    /// `ValueObservation` shape over `records(after:)`). Ends when the task is cancelled.
-    public func observe(_ path: StatePath, after seq: UInt64? = nil) throws -> PathObservation {
-        let start = try seq ?? lastSeq()
-        return PathObservation(records: records(after: start), start: start, value: ObservedValue(path, in: try snapshot(after: start)))
+/// Whether a predicate holds, kept current: it needs the whole state, which it holds.
+public struct ObservedPredicate: StateTracker {
+    public let predicate: StatePredicate
+    private var state: StateValue
+    /// Whether `predicate` holds in the state now.
+    public private(set) var value: Bool
+
+    public init(_ predicate: StatePredicate, in state: StateValue) {
+        self.predicate = predicate
+        self.state = state
+        value = predicate.evaluate(state)
+    }
+
+    @discardableResult
+    public mutating func apply(_ writes: [Write]) throws -> Bool {
+        do throws(StateError) { try state.apply(writes) } catch { throw EventStoreError.invalidWrite(error) }
+        let before = value
+        value = predicate.evaluate(state)
+        return value != before
     }
 }
 
-/// The `AsyncSequence` of `EventStore.observe(_:after:)`: `(seq, value)` pairs, the first the
-/// starting value, then one for each change (never two equal values in a row).
-public struct PathObservation: AsyncSequence, Sendable {
-    public typealias Element = (seq: UInt64, value: StateValue?)
+extension EventStore {
+    /// The value at `path` after `seq` (default: now), then each distinct value it takes as
+    /// events commit, from any process, with the seq of the event that set it (GRDB's
+    /// `ValueObservation` shape over `records(after:)`), kept from write sets alone. Ends when
+    /// the task is cancelled.
+    public func observe(_ path: StatePath, after seq: UInt64? = nil) throws -> StateObservation<ObservedValue> {
+        let start = try seq ?? lastSeq()
+        return StateObservation(records: records(after: start), start: start, tracker: ObservedValue(path, in: try snapshot(after: start)))
+    }
+
+    /// Whether `predicate` holds after `seq` (default: now), then each time that changes, as
+    /// `observe(_:after:)` does for a path.
+    public func observe(_ predicate: StatePredicate, after seq: UInt64? = nil) throws -> StateObservation<ObservedPredicate> {
+        let start = try seq ?? lastSeq()
+        return StateObservation(records: records(after: start), start: start, tracker: ObservedPredicate(predicate, in: try snapshot(after: start)))
+    }
+}
+
+/// The `AsyncSequence` of `EventStore.observe`: `(seq, value)` pairs, the first the starting
+/// value, then one for each change (never two equal values in a row).
+public struct StateObservation<Tracker: StateTracker>: AsyncSequence, Sendable {
+    public typealias Element = (seq: UInt64, value: Tracker.Value)
     let records: RecordStream
     let start: UInt64
-    let value: ObservedValue
+    let tracker: Tracker
 
     public func makeAsyncIterator() -> Iterator {
-        Iterator(records: records.makeAsyncIterator(), start: start, value: value)
+        Iterator(records: records.makeAsyncIterator(), start: start, tracker: tracker)
     }
 
     public struct Iterator: AsyncIteratorProtocol {
         var records: RecordStream.Iterator
         var start: UInt64?
-        var value: ObservedValue
+        var tracker: Tracker
 
         public mutating func next() async throws -> Element? {
             if let first = start {
                 start = nil
-                return (first, value.value)
+                return (first, tracker.value)
             }
             while let record = try await records.next() {
-                if value.apply(record.event.writes) { return (record.seq, value.value) }
+                if try tracker.apply(record.event.writes) { return (record.seq, tracker.value) }
             }
             return nil
         }

@@ -115,24 +115,13 @@ enum LogCommands {
             context.console.line(context.json ? StateValue.object(["seq": .int(Int64(seq)), "value": current ?? .null]).json() : "\(seq)  \(text)")
         }
         // A path is followed through write sets alone; an expression needs the whole state.
-        var observed = path.map { ObservedValue($0, in: state) }
-        var whole = state
-        var last: StateValue? = if let observed { observed.value } else { .bool(predicate!.evaluate(state)) }
-        show(start, last)
+        var tracker: any Watched = path.map { ObservedValue($0, in: state) as any Watched } ?? ObservedPredicate(predicate!, in: state)
+        show(start, tracker.shown)
         context.console.flush()
         try attempt {
             try store.follow(after: start, stop: { context.console.isOutputClosed }) { records in
-                for record in records {
-                    let current: StateValue?
-                    if observed != nil {
-                        observed!.apply(record.event.writes)
-                        current = observed!.value
-                    } else {
-                        try whole.apply(record.event.writes)
-                        current = .bool(predicate!.evaluate(whole))
-                    }
-                    if current != last { show(record.seq, current) }
-                    last = current
+                for record in records where try tracker.apply(record.event.writes) {
+                    show(record.seq, tracker.shown)
                 }
                 context.console.flush()
                 return !context.console.isOutputClosed
@@ -417,4 +406,17 @@ enum LogCommands {
         let last = try store.lastSeq()
         return last == 0 ? "no events" : "1-\(last)"
     }
+}
+
+/// What `watch` prints of a tracked value.
+protocol Watched: StateTracker {
+    var shown: StateValue? { get }
+}
+
+extension ObservedValue: Watched {
+    var shown: StateValue? { value }
+}
+
+extension ObservedPredicate: Watched {
+    var shown: StateValue? { .bool(value) }
 }
