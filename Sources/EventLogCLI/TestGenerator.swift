@@ -142,9 +142,14 @@ struct TestGenerator<Model: EffectModel> {
               writes: values.map { Write(StatePath([.key($0.0)]), old: nil, new: $0.1) })
     }
 
-    /// What `EffectEngine.bookkeeping` leaves out of assertions.
+    /// What `EffectEngine.bookkeeping` leaves out of assertions: the engine's events, and its
+    /// writes under `plan`.
     private static func isBookkeeping(_ event: Event) -> Bool {
         event.stream == Engine.planStream || event.stream == Engine.initialStateStream
+    }
+
+    private static func assertedWrites(_ event: Event) -> [Write] {
+        event.writes.filter { $0.path.components.first != .key("plan") }
     }
 
     /// `.applied("messenger/selectBotTab", ["messenger.listFilter": "unread"], payload: …, origin: "url")`
@@ -156,7 +161,7 @@ struct TestGenerator<Model: EffectModel> {
         let tail = extras.map { ", " + $0 }.joined()
         switch event.outcome {
         case .applied:
-            let writes = event.writes.filter { $0.path.components.first != .key("plan") }
+            let writes = assertedWrites(event)
             let pairs = writes.map { "\(literal($0.path.description)): \($0.new.map(expression) ?? "nil")" }
             return ".applied(\(name)" + (pairs.isEmpty ? "" : ", [" + pairs.joined(separator: ", ") + "]") + tail + ")"
         case .skipped(let reason):
@@ -230,7 +235,7 @@ struct TestGenerator<Model: EffectModel> {
             guard index < made.count else { return "#\(expected.seq) \(expected.event.stream)/\(expected.event.type): today's code makes no event here" }
             let a = made[index].event, b = expected.event
             if a.stream != b.stream || a.type != b.type || a.outcome.name != b.outcome.name
-                || a.writes.filter({ $0.path.components.first != .key("plan") }) != b.writes.filter({ $0.path.components.first != .key("plan") }) {
+                || assertedWrites(a) != assertedWrites(b) {
                 return "#\(expected.seq) \(b.stream)/\(b.type): recorded \(b.outcome.name) \(b.writes.map(\.description)), today \(a.outcome.name) \(a.writes.map(\.description))"
             }
         }

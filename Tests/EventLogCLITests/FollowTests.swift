@@ -37,14 +37,39 @@ struct FollowTests {
         #expect(values["a"] == 999 && values["b"] == 999)
     }
 
+    /// Opening a database while other processes commit is never taken for damage: the check
+    /// before LMDB maps the file can read its meta pages in the middle of a commit.
+    @Test func readersOpeningDuringCommitsNeverSeeDamage() throws {
+        try counterEvents(key: "start", count: 1).write(toFile: dir.file("start.jsonl"), atomically: true, encoding: .utf8)
+        #expect(eventlog(["import", dir.file("start.jsonl"), "--db", db]).code == 0)
+        let writers = try ["a", "b"].map { name in
+            try counterEvents(key: name, count: 3_000).write(toFile: dir.file("\(name).jsonl"), atomically: true, encoding: .utf8)
+            let process = try spawnEventlog(["import", dir.file("\(name).jsonl"), "--batch", "1", "--db", db])
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            return process
+        }
+        var opens = 0
+        var failures: [String] = []
+        while writers.contains(where: \.isRunning) {
+            let info = try runEventlog(["info", "--json", "--db", db])
+            if info.code != 0 { failures.append(info.err) }
+            opens += 1
+        }
+        for writer in writers { writer.waitUntilExit() }
+        #expect(writers.allSatisfy { $0.terminationStatus == 0 })
+        #expect(failures.isEmpty, "\(failures.count) of \(opens) opens failed, the first: \(failures.first ?? "")")
+        #expect(opens > 0)
+    }
+
     /// The data file after importing 20,000 events in 2,000 commits into a fresh database,
     /// while `consumer` (started after the first event) does what it does.
-    func fileSizeAfterImport(_ name: String, consumer: (String) throws -> (() -> Void)) throws -> Int {
+    func fileSizeAfterImport(_ name: String, consumer: (String) async throws -> (() -> Void)) async throws -> Int {
         let db = dir.file(name)
         try counterEvents(key: "n", count: 1).write(toFile: dir.file("\(name)-first.jsonl"), atomically: true, encoding: .utf8)
         try counterEvents(key: "n", count: 20_000, start: 1).write(toFile: dir.file("\(name).jsonl"), atomically: true, encoding: .utf8)
         #expect(eventlog(["import", dir.file("\(name)-first.jsonl"), "--db", db]).code == 0)
-        let finish = try consumer(db)
+        let finish = try await consumer(db)
         #expect(try runEventlog(["import", dir.file("\(name).jsonl"), "--batch", "10", "--db", db]).code == 0)
         finish()
         return try #require(try FileManager.default.attributesOfItem(atPath: db + "/data.mdb")[.size] as? Int)
@@ -53,9 +78,9 @@ struct FollowTests {
     /// A consumer that stops reading holds no read transaction, so LMDB goes on reusing the
     /// pages each commit frees and the file does not grow because of it. The control, a reader
     /// that holds one snapshot through the import, shows what growth looks like.
-    @Test func aStalledConsumerDoesNotGrowTheFile() throws {
-        let baseline = try fileSizeAfterImport("baseline") { _ in {} }
-        let pinned = try fileSizeAfterImport("pinned") { db in
+    @Test func aStalledConsumerDoesNotGrowTheFile() async throws {
+        let baseline = try await fileSizeAfterImport("baseline") { _ in {} }
+        let pinned = try await fileSizeAfterImport("pinned") { db in
             let store = try EventStore(path: db, options: { var o = EventStore.Options(); o.readOnly = true; return o }())
             let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
             Thread.detachNewThread {
@@ -67,16 +92,14 @@ struct FollowTests {
             holding.wait()
             return { release.signal() }
         }
-        let stalledStream = try fileSizeAfterImport("stalled-stream") { db in
+        let stalledStream = try await fileSizeAfterImport("stalled-stream") { db in
             let store = try EventStore(path: db, options: { var o = EventStore.Options(); o.readOnly = true; return o }())
             var iterator = store.records(after: 0).makeAsyncIterator()
-            let first = Task { try await iterator.next() }
-            let done = DispatchSemaphore(value: 0)
-            Task { _ = try? await first.value; done.signal() }
-            done.wait()
-            return {}
+            #expect(try await iterator.next()?.seq == 1)
+            // It reads no further until the import is done.
+            return { withExtendedLifetime(iterator) {} }
         }
-        let stalledChild = try fileSizeAfterImport("stalled-child") { db in
+        let stalledChild = try await fileSizeAfterImport("stalled-child") { db in
             // `log --follow` whose reader never reads: once the pipe is full it blocks writing.
             let follower = try spawnEventlog(["log", "--follow", "--db", db])
             let output = Pipe()
@@ -113,8 +136,9 @@ struct FollowTests {
         try counterEvents(key: "start", count: 1).write(toFile: dir.file("start.jsonl"), atomically: true, encoding: .utf8)
         _ = eventlog(["import", dir.file("start.jsonl"), "--db", db])
         let follower = try spawnEventlog(["log", "--follow", "--json", "--db", db])
-        let output = Pipe()
+        let output = Pipe(), errors = Pipe()
         follower.standardOutput = output
+        follower.standardError = errors
         try follower.run()
         let writers = try startWriters(count: 200)
         var text = ""
@@ -128,8 +152,9 @@ struct FollowTests {
         let seqs = text.split(separator: "\n").compactMap { try? StateValue(json: String($0))["seq"]?.intValue }
         #expect(seqs == Array(1...401))
         try reader.close()
+        let diagnostics = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         follower.waitUntilExit()
-        #expect(follower.terminationReason == .exit && follower.terminationStatus == 0)
+        #expect(follower.terminationReason == .exit && follower.terminationStatus == 0, "\(diagnostics)")
     }
 
     @Test func watchPrintsDistinctValuesOnly() throws {

@@ -72,18 +72,24 @@ func runEventlog(_ arguments: [String], stdin: String? = nil, environment: [Stri
     if let stdin {
         // A child that exits before reading all must end the write, not this process.
         signal(SIGPIPE, SIG_IGN)
-        // From another thread: a child that stops reading must not block this one.
-        DispatchQueue.global().async {
+        // From a thread of its own: a child that stops reading must not block this one. Not
+        // on Dispatch's global queue: it is as wide as the machine has cores, and blocking
+        // work queued there waits behind other tests' blocking work (two children reading
+        // stdin whose writers are queued behind two stderr reads deadlocked the suite).
+        Thread.detachNewThread {
             try? input.fileHandleForWriting.write(contentsOf: Data(stdin.utf8))
             try? input.fileHandleForWriting.close()
         }
     }
     // Read both pipes before waiting: a child that fills a pipe would otherwise never exit.
-    let group = DispatchGroup()
+    let errRead = DispatchSemaphore(value: 0)
     let errData = LockedData()
-    DispatchQueue.global().async(group: group) { errData.set(err.fileHandleForReading.readDataToEndOfFile()) }
+    Thread.detachNewThread {
+        errData.set(err.fileHandleForReading.readDataToEndOfFile())
+        errRead.signal()
+    }
     let outData = out.fileHandleForReading.readDataToEndOfFile()
-    group.wait()
+    errRead.wait()
     process.waitUntilExit()
     return Outcome(code: process.terminationStatus, out: String(decoding: outData, as: UTF8.self), err: String(decoding: errData.get(), as: UTF8.self))
 }

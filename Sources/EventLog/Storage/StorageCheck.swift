@@ -21,7 +21,43 @@ enum StorageCheck {
     /// The newest intact meta page of the data file at `path`, after checking that the file
     /// holds every page it names. `nil` when there is no file (a database yet to be created)
     /// or it is no LMDB file at all (neither meta page is one), which LMDB reports itself.
+    ///
+    /// Another process committing meanwhile can show a torn view (the two meta pages read at
+    /// different moments, or a size read before the file grew), so damage is reported only
+    /// once it stays put: the check runs again while the file's size and meta pages keep
+    /// changing between attempts (up to 50 attempts, 2 ms apart).
     static func checkHeader(path: String) throws(Damage) -> Meta? {
+        var previous: [UInt8]?
+        var attempts = 0
+        while true {
+            do {
+                return try checkHeaderOnce(path: path)
+            } catch {
+                let current = headerBytes(path)
+                attempts += 1
+                if current == previous || attempts == 50 { throw error }
+                previous = current
+                usleep(2_000)
+            }
+        }
+    }
+
+    /// The file's size and its first 8 KiB (both meta pages at the usual page size), to tell a
+    /// file that a writer is changing from one that stays as it is.
+    private static func headerBytes(_ path: String) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_NONBLOCK)
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return [] }
+        var bytes = withUnsafeBytes(of: info.st_size) { Array($0) }
+        var page = [UInt8](repeating: 0, count: 8_192)
+        let count = pread(fd, &page, page.count, 0)
+        bytes += page.prefix(max(0, count))
+        return bytes
+    }
+
+    private static func checkHeaderOnce(path: String) throws(Damage) -> Meta? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         // Before opening it: a FIFO would block the open, a device never ends.
