@@ -6,15 +6,18 @@ import Foundation
 ///
 ///     APP_DIR/updates/ID/           a complete, verified update (files at their asset keys)
 ///     APP_DIR/updates/ID.json       its manifest
-///     APP_DIR/updates/ID.partial/   a download in progress; never loaded
+///     APP_DIR/updates/ID.partial-N/ a download in progress; never loaded
 ///     APP_DIR/holding -> updates/ID the downloaded update waiting to be installed
 ///     APP_DIR/working -> updates/ID what the web view loads (absent: the embedded bundle)
 ///     APP_DIR/pending               {"update": ID, "previous": ID or null, "launched": BOOL} while
 ///                                   a new install awaits the app's confirmation of a good launch
 ///
 /// `holding` and `working` are symbolic links replaced with `rename(2)`; `pending` is written
-/// to a temporary file and renamed. The client creates everything here; it removes only
-/// what it created (partial downloads, its own links). One client at a time: opening takes an
+/// to a temporary file and renamed. Every temporary name is new to the call that makes it
+/// (created exclusively), and a call takes back only what it created itself, file by file,
+/// never recursively. Besides, the lifecycle removes the client's own `holding` and `pending`
+/// once it has checked they are ones it wrote; what a killed call left (`*.partial-N`,
+/// `*.next-N`) stays until a person removes it. One client at a time: opening takes an
 /// exclusive lock (`flock` on `APP_DIR/lock`) held until the value is released.
 public struct AppDirectory: Sendable {
     public let path: String
@@ -54,7 +57,8 @@ public struct AppDirectory: Sendable {
 
     /// Where update `id` lives once complete.
     public func updatePath(_ id: String) -> String { updatesPath + "/" + id }
-    func partialPath(_ id: String) -> String { updatesPath + "/" + id + ".partial" }
+    /// A new name for a download of update `id` in progress: no update id contains `.partial`.
+    func newPartialPath(_ id: String) -> String { updatesPath + "/" + id + ".partial-" + Files.uniqueSuffix() }
     func manifestPath(_ id: String) -> String { updatesPath + "/" + id + ".json" }
 
     /// The manifest of a downloaded update.
@@ -84,9 +88,9 @@ public struct AppDirectory: Sendable {
     }
 
     /// Points `link` at update `id` in one rename: before it the old target, after it the new.
+    /// The link is first made under a name new to this call (`symlink` never replaces one).
     func point(_ link: String, at id: String) throws(DeployError) {
-        let temporary = path + "/" + link + ".next"
-        unlink(temporary)
+        let temporary = path + "/" + link + ".next-" + Files.uniqueSuffix()
         guard symlink("updates/" + id, temporary) == 0 else { throw .filesystem("cannot link \(temporary): \(String(cString: strerror(errno)))") }
         guard rename(temporary, path + "/" + link) == 0 else {
             let reason = String(cString: strerror(errno))
@@ -96,21 +100,14 @@ public struct AppDirectory: Sendable {
         try Files.syncDirectory(path)
     }
 
-    /// Removes `link` (never what it points at).
+    /// Removes `link` (never what it points at), once it is known to be one of this client's
+    /// links into `updates/`: anything else there is refused, not removed.
     func removeLink(_ link: String) throws(DeployError) {
+        guard try target(of: link) != nil else { return }
         guard unlink(path + "/" + link) == 0 || errno == ENOENT else {
             throw .filesystem("cannot remove \(path)/\(link): \(String(cString: strerror(errno)))")
         }
         try Files.syncDirectory(path)
-    }
-
-    /// Removes what a crash leaves behind: a `working.next` or `holding.next` link this client
-    /// made (one into `updates/`), and partial downloads.
-    func removeUnfinishedWork() {
-        for link in [Self.working, Self.holding] where (try? target(of: link + ".next")) != nil { unlink(path + "/" + link + ".next") }
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: updatesPath)) ?? [] where name.hasSuffix(".partial") {
-            try? FileManager.default.removeItem(atPath: updatesPath + "/" + name)
-        }
     }
 
     /// The install awaiting confirmation, if any.
@@ -126,6 +123,8 @@ public struct AppDirectory: Sendable {
 
     func setPending(_ pending: PendingInstall?) throws(DeployError) {
         guard let pending else {
+            // Only a pending install this client wrote (`pending()` reads it or refuses it).
+            guard try self.pending() != nil else { return }
             guard unlink(path + "/pending") == 0 || errno == ENOENT else { throw .filesystem("cannot remove \(path)/pending: \(String(cString: strerror(errno)))") }
             return try Files.syncDirectory(path)
         }
@@ -142,20 +141,25 @@ public struct AppDirectory: Sendable {
     }
 
     /// Whether `id` can name an update directory: 1 to 128 letters, digits, `-`, `_` and `.`,
-    /// not `.` or `..`, and not ending as this client's own files do (`.json`, `.partial`, `.next`).
+    /// not `.` or `..`, not ending in `.json` and not holding `.partial` or `.next`, as this
+    /// client's own files do.
     public static func isSafeUpdateID(_ id: String) -> Bool {
         !id.isEmpty && id.utf8.count <= 128 && id != "." && id != ".."
-            && ![".partial", ".json", ".next"].contains(where: { id.hasSuffix($0) })
+            && !id.hasSuffix(".json") && !id.contains(".partial") && !id.contains(".next")
             && id.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0) }
     }
 }
 
 /// File-system steps that are whole or not at all, flushed so that they survive a power cut.
 enum Files {
-    /// Writes a file whole or not at all: a temporary file, flushed, renamed over the old one.
+    /// A suffix no earlier name has: a random UUID.
+    static func uniqueSuffix() -> String { UUID().uuidString.lowercased() }
+
+    /// Writes a file whole or not at all: a temporary file new to this call (created
+    /// exclusively), flushed, renamed over the old one.
     static func writeAtomically(_ data: Data, to target: String) throws(DeployError) {
-        let temporary = target + ".next"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        let temporary = target + ".next-" + uniqueSuffix()
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw .filesystem("cannot write \(temporary): \(String(cString: strerror(errno)))") }
         let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         let synced = fsync(fd) == 0
@@ -174,6 +178,19 @@ enum Files {
         guard fd >= 0 else { throw .filesystem("cannot open \(directory): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         guard fsync(fd) == 0 else { throw .filesystem("cannot flush \(directory): \(String(cString: strerror(errno)))") }
+    }
+
+    /// The SHA-256 of a regular file, base64url as manifests spell it; `nil` when it is missing
+    /// or not a regular file.
+    static func sha256(of path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        var hasher = SHA256()
+        while let chunk = try? handle.read(upToCount: 1 << 20), !chunk.isEmpty { hasher.update(chunk) }
+        return hasher.finalizeBase64URL()
     }
 
     static func makeDirectory(_ directory: String) throws(DeployError) {
@@ -229,6 +246,32 @@ enum Files {
             throw .filesystem("cannot write \(target): \(reason)")
         }
         return hash
+    }
+}
+
+/// The files and directories one call created, so that it can take back exactly those:
+/// files are unlinked and directories removed only once empty (never recursively), newest first.
+final class CreatedPaths {
+    private var paths: [(path: String, isDirectory: Bool)] = []
+
+    /// Makes directory `path`, which must not exist yet.
+    func makeDirectory(_ path: String) throws(DeployError) {
+        guard mkdir(path, 0o755) == 0 else { throw .filesystem("cannot create \(path): \(String(cString: strerror(errno)))") }
+        paths.append((path, true))
+    }
+
+    /// Creates file `path`, which must not exist yet, and returns its descriptor.
+    func createFile(_ path: String) throws(DeployError) -> Int32 {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else { throw .filesystem("cannot create \(path): \(String(cString: strerror(errno)))") }
+        paths.append((path, false))
+        return fd
+    }
+
+    /// Removes everything recorded, newest first.
+    func removeAll() {
+        for (path, isDirectory) in paths.reversed() { _ = isDirectory ? rmdir(path) : unlink(path) }
+        paths.removeAll()
     }
 }
 

@@ -142,21 +142,27 @@ public final class DeployClient {
         if checked == nil { try check() }
         guard let (manifest, assetHeaders) = checked else { return nil }
         checked = nil
-        let partial = directory.partialPath(manifest.id)
-        removeTree(partial)
+        // What this call creates, and takes back if it fails: nothing else is ever removed.
+        let created = CreatedPaths()
         do {
+            let complete = directory.updatePath(manifest.id)
             if directory.hasUpdate(manifest.id) {
                 // A complete copy is on disk (a rollback target, or one downloaded before a
                 // crash): it is used as it is, never deleted and fetched again.
                 guard try directory.manifest(of: manifest.id) == manifest else {
                     throw DeployError.refused("update \(manifest.id) on the server differs from the copy on disk; a published update must never change")
                 }
+            } else if FileManager.default.fileExists(atPath: complete) {
+                // Moved into place by a call killed before it wrote the manifest: completed if
+                // every asset is there as the manifest says, else refused; never deleted.
+                guard holdsEveryAsset(of: manifest, in: complete) else {
+                    throw DeployError.refused("\(complete) is an interrupted download that differs from the update; remove it to download the update again")
+                }
+                try Files.writeAtomically(Data(manifest.json.json().utf8), to: directory.manifestPath(manifest.id))
             } else {
-                try Files.makeDirectory(partial)
-                try downloadAssets(of: manifest, headers: assetHeaders, into: partial)
-                let complete = directory.updatePath(manifest.id)
-                // Left by a crash before its manifest was written: never complete, never linked.
-                if try directory.target(of: AppDirectory.working) != manifest.id { removeTree(complete) }
+                let partial = directory.newPartialPath(manifest.id)
+                try created.makeDirectory(partial)
+                try downloadAssets(of: manifest, headers: assetHeaders, into: partial, created: created)
                 guard rename(partial, complete) == 0 else { throw DeployError.filesystem("cannot move \(partial) into place: \(String(cString: strerror(errno)))") }
                 // The manifest last: its presence marks the update complete.
                 try Files.writeAtomically(Data(manifest.json.json().utf8), to: directory.manifestPath(manifest.id))
@@ -164,7 +170,7 @@ public final class DeployClient {
             }
             try directory.point(AppDirectory.holding, at: manifest.id)
         } catch let error as DeployError {
-            removeTree(partial)
+            created.removeAll()
             if case .integrity = error {
                 try record(.integrityFailed, ["updateId": .string(manifest.id), "reason": .string(error.description)])
             } else {
@@ -176,14 +182,19 @@ public final class DeployClient {
         return manifest.id
     }
 
-    private func downloadAssets(of manifest: UpdateManifest, headers: [String: [String: String]], into partial: String) throws {
+    /// Whether `directory` holds every asset of `manifest` with the hash the manifest gives.
+    private func holdsEveryAsset(of manifest: UpdateManifest, in directory: String) -> Bool {
+        manifest.allAssets.allSatisfy { asset in asset.hash != nil && Files.sha256(of: directory + "/" + asset.key) == asset.hash }
+    }
+
+    private func downloadAssets(of manifest: UpdateManifest, headers: [String: [String: String]], into partial: String,
+                                created: CreatedPaths) throws {
         let assets = manifest.allAssets
         var reported: Int64 = 0
         for (index, asset) in assets.enumerated() {
             let file = partial + "/" + asset.key
-            try makeParents(of: asset.key, in: partial)
-            let fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
-            guard fd >= 0 else { throw DeployError.filesystem("cannot create \(file): \(String(cString: strerror(errno)))") }
+            try makeParents(of: asset.key, in: partial, created: created)
+            let fd = try created.createFile(file)
             var closed = false
             defer { if !closed { close(fd) } }
             var hasher = SHA256()
@@ -225,7 +236,7 @@ public final class DeployClient {
 
     /// Creates the directories on the way to `key` inside `root`, refusing to cross anything
     /// that is not a directory this download made.
-    private func makeParents(of key: String, in root: String) throws(DeployError) {
+    private func makeParents(of key: String, in root: String, created: CreatedPaths) throws(DeployError) {
         var path = root
         for component in key.split(separator: "/").dropLast() {
             path += "/" + component
@@ -233,7 +244,7 @@ public final class DeployClient {
             if lstat(path, &info) == 0 {
                 guard (info.st_mode & S_IFMT) == S_IFDIR else { throw .refused("asset key \"\(key)\" runs through a file") }
             } else {
-                try Files.makeDirectory(path)
+                try created.makeDirectory(path)
             }
         }
     }
@@ -340,7 +351,6 @@ public final class DeployClient {
 
     /// Finishes or undoes an install a crash cut short, and records which.
     public func recover() throws {
-        directory.removeUnfinishedWork()
         guard try state("phase")?.stringValue == DeployRules.Phase.installing.rawValue else { return }
         guard let installing = try lastInstallingUpdate() else { return }
         if try directory.target(of: AppDirectory.working) == installing {
@@ -367,7 +377,4 @@ public final class DeployClient {
         return found
     }
 
-    private func removeTree(_ path: String) {
-        try? FileManager.default.removeItem(atPath: path)
-    }
 }

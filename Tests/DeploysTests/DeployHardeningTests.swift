@@ -46,6 +46,57 @@ struct DeployHardeningTests {
         #expect(try client.directory.target(of: AppDirectory.holding) == "u1")
     }
 
+    /// A call removes only what it created itself, file by file: files it finds (someone's, or
+    /// what a killed call left) stay, whether the call succeeds or fails.
+    @Test func callsRemoveOnlyWhatTheyCreated() throws {
+        let harness = try DeployHarness()
+        let client = try harness.client()
+        try harness.publish(["index.html": "one"], id: "u1")
+        let found = ["working.next", "holding.next", "pending.next", "updates/u1.json.next", "updates/u2.partial-left/index.html",
+                     "updates/u2.partial-left/js/app.js", "working.next-left"]
+        for file in found {
+            let path = harness.appDirectory + "/" + file
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try Data("someone's \(file)".utf8).write(to: URL(fileURLWithPath: path))
+        }
+        try client.deliver()
+        try client.confirmLaunch()
+        // A download refused halfway: what it wrote goes, nothing else.
+        let manifest = try harness.publish(["index.html": "two", "js/app.js": "good()", "js/z.js": "z()"], id: "u2")
+        let asset = manifest.assets.first { $0.key == "js/z.js" }!
+        try Data("evil()".utf8).write(to: URL(fileURLWithPath: harness.serverDirectory + asset.url))
+        #expect(try client.download() == nil)
+        for file in found {
+            #expect(try String(contentsOfFile: harness.appDirectory + "/" + file, encoding: .utf8) == "someone's \(file)", "\(file)")
+        }
+        let updates = try FileManager.default.contentsOfDirectory(atPath: harness.appDirectory + "/updates").sorted()
+        #expect(updates == ["u1", "u1.json", "u1.json.next", "u2.partial-left"], "\(updates)")
+    }
+
+    /// A download moved into place by a call killed before its manifest was written is
+    /// completed when every asset checks out, and refused (not deleted) when one does not.
+    @Test func anInterruptedDownloadIsCompletedOrRefusedNeverDeleted() throws {
+        let harness = try DeployHarness()
+        let client = try harness.client()
+        try harness.publish(["index.html": "one", "js/app.js": "go()"], id: "u1")
+        let leftover = harness.appDirectory + "/updates/u1"
+        try FileManager.default.createDirectory(atPath: leftover + "/js", withIntermediateDirectories: true)
+        try Data("one".utf8).write(to: URL(fileURLWithPath: leftover + "/index.html"))
+        try Data("go()".utf8).write(to: URL(fileURLWithPath: leftover + "/js/app.js"))
+        let inode = try FileManager.default.attributesOfItem(atPath: leftover)[.systemFileNumber] as? Int
+        #expect(try client.download() == "u1")
+        #expect(try FileManager.default.attributesOfItem(atPath: leftover)[.systemFileNumber] as? Int == inode)
+        #expect(client.directory.hasUpdate("u1"))
+
+        try harness.publish(["index.html": "two"], id: "u2")
+        let other = harness.appDirectory + "/updates/u2"
+        try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
+        try Data("not two".utf8).write(to: URL(fileURLWithPath: other + "/index.html"))
+        #expect(try client.download() == nil)
+        #expect(try harness.deploy("lastError")?.stringValue?.contains("interrupted download that differs") == true)
+        #expect(try String(contentsOfFile: other + "/index.html", encoding: .utf8) == "not two")
+    }
+
     @Test func anUpdateMissingFromDiskIsNeverLinked() throws {
         let harness = try DeployHarness()
         let client = try harness.client()
@@ -58,7 +109,7 @@ struct DeployHardeningTests {
         #expect(try client.directory.target(of: AppDirectory.working) == nil)
     }
 
-    @Test("ids that are the client's own file names are refused", arguments: ["u1.json", "u1.partial", "u1.next", "..", "a/b"])
+    @Test("ids that are the client's own file names are refused", arguments: ["u1.json", "u1.partial", "u1.next", "u1.partial-x", "a.next-b", "..", "a/b"])
     func ownNames(_ id: String) {
         #expect(!AppDirectory.isSafeUpdateID(id))
     }

@@ -104,7 +104,7 @@ struct DeployRefusalTests {
         let reason = try harness.deploy("lastError")?.stringValue ?? ""
         #expect(reason.contains("big.bin"), "\(reason)")
         #expect(harness.workingFile() == "one")
-        #expect(!FileManager.default.fileExists(atPath: harness.appDirectory + "/updates/u2.partial"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: harness.appDirectory + "/updates").filter { $0.hasPrefix("u2") }.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: harness.appDirectory + "/updates/u2"))
     }
 
