@@ -67,6 +67,7 @@ extension Scenarios {
         if let failure = failures.withLock({ $0.first }) { throw BenchmarkError(description: "fleet.bisect could not ship its logs: \(failure)") }
         var fleet = Fleet(servers: nats.urls)
         fleet.stream = "BENCH"
+        try FileManager.default.createDirectory(atPath: scratch.file("bisect"), withIntermediateDirectories: true)
         var findings: [Fleet.Finding] = []
         let bisectSeconds = try time {
             findings = try fleet.bisect(where: try StatePredicate(parsing: "bad == true"), logs: ids, scratch: scratch.file("bisect"))

@@ -199,22 +199,10 @@ struct TestGenerator<Model: EffectModel> {
         }
     }
 
-    /// A Swift string literal of `text`, every control character escaped.
+    /// A Swift string literal of `text`: quotes and backslashes escaped, then every control
+    /// character in Swift's own escapes (`Render.escaped`).
     static func literal(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{2028}" || scalar == "\u{2029}":
-                out += "\\u{" + String(scalar.value, radix: 16) + "}"
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        "\"" + Render.escaped(text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")) + "\""
     }
 
     /// A raw string literal (`#"…"#`) of one line of JSON, with as many `#` as it needs.

@@ -45,7 +45,8 @@ public struct Fleet: Sendable {
         public var events: UInt64
     }
 
-    /// Copies each log (`logs`, or every log in the stream) into `scratch` and finds the first
+    /// Copies each log (`logs`, or every log in the stream) into a directory of its own in
+    /// `scratch` (an existing directory), removed when done, and finds the first
     /// event after which `predicate` holds, as `bisect --where` does; as many logs at once as
     /// the machine has cores. Findings come in the order of `logs`, or by id.
     public func bisect(where predicate: StatePredicate, logs requested: [UUID]? = nil, scratch: String,
@@ -59,15 +60,20 @@ public struct Fleet: Sendable {
         return try results.values.map { try $0!.get() }
     }
 
+    /// Pulls one log into `scratch` (a directory this call creates) and bisects it; the copy
+    /// is removed when done.
     private func find(_ logID: UUID, _ predicate: StatePredicate, scratch: String) throws -> Finding {
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        let copy = try EventStore(path: scratch, options: { var options = EventStore.Options(); options.durability = .lastCommitMayBeLost; return options }())
-        var puller = Puller(servers: servers)
-        puller.stream = stream
-        puller.timeout = timeout
-        let report = try puller.pull(logID, into: copy)
-        let found = try copy.firstEvent(where: predicate)
-        return Finding(logID: logID, firstBad: try found.firstBad.flatMap { try copy.record($0) }, events: report.through)
+        defer { EventStore.removeScratch(at: scratch) }
+        let finding = try {
+            let copy = try EventStore(path: scratch, options: { var options = EventStore.Options(); options.durability = .lastCommitMayBeLost; return options }())
+            var puller = Puller(servers: servers)
+            puller.stream = stream
+            puller.timeout = timeout
+            let report = try puller.pull(logID, into: copy)
+            let found = try copy.firstEvent(where: predicate)
+            return Finding(logID: logID, firstBad: try found.firstBad.flatMap { try copy.record($0) }, events: report.through)
+        }()
+        return finding
     }
 
     /// Results filled in from several threads.

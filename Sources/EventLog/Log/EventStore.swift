@@ -135,6 +135,13 @@ public final class EventStore: @unchecked Sendable {
         tip.withLock { $0 = known }
     }
 
+    /// Removes a database directory a call created for its own scratch work: LMDB's two files,
+    /// then the directory, only once it is empty (never recursively). Close the store first.
+    package static func removeScratch(at path: String) {
+        for file in ["data.mdb", "lock.mdb"] { unlink(path + "/" + file) }
+        rmdir(path)
+    }
+
     /// This log's stable id: random, made once when the log is created (or, for a log from
     /// before ids, the first time it is opened for writing), and kept by copies of the log that
     /// `eventlog pull` makes. `nil` only for such an older log opened read-only.

@@ -147,9 +147,10 @@ enum FleetCommands {
                 return logID
             }
         }
-        // The copies live in a directory this call creates and removes.
+        // The copies live in a directory this call creates, and is removed once they are.
         let scratch = NSTemporaryDirectory() + "eventlog-fleet-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        guard mkdir(scratch, 0o700) == 0 else { throw CLIError.unavailable("cannot create \(scratch): \(String(cString: strerror(errno)))") }
+        defer { rmdir(scratch) }
         let console = context.console
         let findings = try fleetAttempt {
             try fleet.bisect(where: predicate, logs: logs, scratch: scratch) { done in console.progress("\(done) logs bisected") }

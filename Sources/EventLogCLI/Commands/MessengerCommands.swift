@@ -156,7 +156,7 @@ enum MessengerCommands {
                                       plan: { try MessengerRouter.plan(for: $0) },
                                       planExpression: { "MessengerRouter.plan(for: \(TestGenerator<MessengerModel>.literal($0)))" })
         let scratch = NSTemporaryDirectory() + "eventlog-testgen-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        defer { EventStore.removeScratch(at: scratch) }
         let output = try attempt {
             try generator.generate(records, before: before, name: name,
                                    command: "eventlog testgen --from \(from) --to \(to) --name \(name)", scratch: scratch)
