@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "Deploys", targets: ["Deploys"]),
         .library(name: "Fleet", targets: ["Fleet"]),
         .library(name: "EventLogTesting", targets: ["EventLogTesting"]),
+        .library(name: "EventLogCLI", targets: ["EventLogCLI"]),
         .executable(name: "eventlog", targets: ["eventlog"]),
         .executable(name: "eventlog-bench", targets: ["EventLogBenchmarks"]),
     ],
@@ -56,9 +57,12 @@ let package = Package(
         // Test support: temporary logs with hand-moved clocks, exhaustive assertions on the trace,
         // recorded sessions replayed as regression tests; for Swift Testing and XCTest alike.
         .target(name: "EventLogTesting", dependencies: ["EventLog", "Effects"]),
-        // The `eventlog` commands: a pure parser and a runner, testable in-process.
-        .target(name: "EventLogCLI", dependencies: ["EventLog", "Effects", "Objects", "UpdatePrompts", "Deploys", "Fleet", "HTTPFetch", "DemoMessenger"]),
-        .executableTarget(name: "eventlog", dependencies: ["EventLogCLI"]),
+        // The engine's commands, and the public API an app builds its own command line with: a pure
+        // parser and a runner, testable in-process.
+        .target(name: "EventLogCLI", dependencies: ["EventLog", "Effects", "Objects", "UpdatePrompts", "Deploys", "Fleet", "HTTPFetch"]),
+        // The demo's command line: its code and commands, on EventLogCLI's public API alone.
+        .target(name: "DemoCLI", dependencies: ["EventLogCLI", "DemoMessenger", "Effects", "EventLog", "Objects", "UpdatePrompts", "Deploys"]),
+        .executableTarget(name: "eventlog", dependencies: ["EventLogCLI", "DemoCLI"]),
 
         // The benchmark harness and its peers (raw LMDB, SQLite, JSON lines); build it in release.
         .systemLibrary(
@@ -92,9 +96,9 @@ let package = Package(
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "EventLog", "EventLogTesting", "LoopbackServer"]),
         .testTarget(name: "DeploysTests", dependencies: ["Deploys", "EventLog", "EventLogTesting", "LoopbackServer"]),
         .testTarget(name: "DemoMessengerTests", dependencies: ["DemoMessenger", "Effects", "EventLog", "EventLogTesting"]),
-        .testTarget(name: "EventLogCLITests", dependencies: ["EventLogCLI", "EventLog", "EventLogTesting", "LoopbackServer"], exclude: ["Fixtures"]),
+        .testTarget(name: "EventLogCLITests", dependencies: ["EventLogCLI", "DemoCLI", "EventLog", "EventLogTesting", "LoopbackServer"], exclude: ["Fixtures"]),
         .testTarget(name: "EventLogBenchmarksTests", dependencies: ["EventLogBenchmarks"]),
-        .testTarget(name: "EventLogTestingTests", dependencies: ["EventLogTesting", "EventLog", "Effects", "Objects", "UpdatePrompts", "DemoMessenger", "EventLogCLI"],
+        .testTarget(name: "EventLogTestingTests", dependencies: ["EventLogTesting", "EventLog", "Effects", "Objects", "UpdatePrompts", "DemoMessenger", "EventLogCLI", "DemoCLI"],
                     exclude: ["Fixtures"]),
     ]
 )

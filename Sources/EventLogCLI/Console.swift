@@ -58,14 +58,17 @@ public final class Console: @unchecked Sendable {
 
     /// One row of a listing (a log line, a trace line), cut to the terminal's width with `…`
     /// when stdout is a terminal; whole otherwise (piped, or `--json`).
-    func row(_ text: String) {
+    public func row(_ text: String) {
         guard let width else { return line(text) }
         line(Render.fitted(text, width: width))
     }
 
-    func out(_ text: String) { writeOut(text) }
-    func line(_ text: String = "") { writeOut(text + "\n") }
-    func error(_ text: String) {
+    /// Writes `text` to stdout as it is.
+    public func out(_ text: String) { writeOut(text) }
+    /// Writes `text` and a newline to stdout.
+    public func line(_ text: String = "") { writeOut(text + "\n") }
+    /// Writes `text` to stderr as it is, after whatever stdout holds, so that the two interleave in order.
+    public func error(_ text: String) {
         flushOut()
         writeErr(text)
     }
@@ -75,7 +78,7 @@ public final class Console: @unchecked Sendable {
     /// The whole of `source` (a file, or stdin for `-`) as UTF-8 text of at most `limit`
     /// bytes; more, text that is not UTF-8, or a source that cannot be read is bad input,
     /// named as `what`.
-    func readText(_ source: String, limit: Int, what: String) throws(CLIError) -> String {
+    public func readText(_ source: String, limit: Int, what: String) throws(CLIError) -> String {
         var lines: LineReader
         if source == "-" { lines = stdinLines(maxLineBytes: limit) } else { lines = try LineReader(path: source, maxLineBytes: limit) }
         var bytes: [UInt8] = []
@@ -95,12 +98,12 @@ public final class Console: @unchecked Sendable {
     }
 
     /// Draws `text` over the previous progress line, when progress is shown.
-    func progress(_ text: String) {
+    public func progress(_ text: String) {
         if showsProgress { writeErr("\r\u{1B}[2K" + text) }
     }
 
     /// Clears the progress line.
-    func endProgress() {
+    public func endProgress() {
         if showsProgress { writeErr("\r\u{1B}[2K") }
     }
 

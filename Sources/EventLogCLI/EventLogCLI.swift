@@ -14,46 +14,56 @@ public enum EventLogCLI {
     public static let version = "0.9.0"
 
     /// The commands for `app`: the log's own, the app's, objects, and analysis through its code.
-    static func commands(for app: EventLogApp) -> [CommandSpec] {
-        LogCommands.all + app.commands + ObjectCommands.all + UpdateCommands.all + DeployCommands.all + FleetCommands.all + AnalysisCommands.all(for: app)
+    /// - Throws: a ``CLIError`` naming a command of the app's that has the name of another command.
+    static func commands(for app: EventLogApp) throws(CLIError) -> [CommandSpec] {
+        let commands = LogCommands.all + app.commands + ObjectCommands.all + UpdateCommands.all + DeployCommands.all + FleetCommands.all
+            + AnalysisCommands.all(for: app)
+        var seen = Set<String>()
+        for command in commands where !seen.insert(command.name).inserted {
+            throw CLIError.unavailable("\(app.name) declares the command '\(command.name)' twice")
+        }
+        return commands
     }
 
     /// Parses `arguments` (without the program name), runs the command and returns its exit
     /// code. Errors print `Error: …` (and for usage errors the usage line) on stderr.
-    public static func run(_ arguments: [String], environment: [String: String], console: Console, app: EventLogApp = .demo) -> Int32 {
-        let commands = commands(for: app)
-        let parser = Parser(commands: commands)
+    /// - Parameters:
+    ///   - arguments: The command line after the program's name.
+    ///   - environment: The process's environment; `EVENTLOG_DB` names the default database.
+    ///   - console: Where results (stdout) and errors and progress (stderr) go.
+    ///   - app: The app whose code `replay` and `bisect --replay` run, and whose commands join the engine's.
+    /// - Returns: The exit code: 0 done, 1 a problem found, 2 bad usage or input, 3 unavailable.
+    public static func run(_ arguments: [String], environment: [String: String], console: Console, app: EventLogApp) -> Int32 {
         var spec: CommandSpec?
-        do {
-            switch try parser.parse(arguments) {
+        do throws(CLIError) {
+            let commands = try commands(for: app)
+            switch try Parser(program: app.name, commands: commands).parse(arguments) {
             case .help(let command):
-                console.out(command.map(Help.command) ?? Help.overview(commands))
+                console.out(command.map { Help.command($0, program: app.name) } ?? Help.overview(commands, program: app.name))
                 return ExitCode.ok.rawValue
             case .version:
-                console.line("eventlog \(version) (storage format \(EventStore.formatVersion))")
+                console.line(app.name == "eventlog" ? "eventlog \(version) (storage format \(EventStore.formatVersion))"
+                             : "\(app.name), on eventlog \(version) (storage format \(EventStore.formatVersion))")
                 return ExitCode.ok.rawValue
             case .run(let command, let parsed):
                 spec = command
-                let context = Context(arguments: parsed, environment: environment, console: console, app: app)
+                let context = CommandContext(arguments: parsed, environment: environment, console: console, app: app)
                 // A writing command that fails leaves no database it created behind.
                 let created = command.writes ? NewDatabase(at: context.databasePath) : nil
                 do { return try command.run(parsed, context).rawValue } catch {
                     created?.removeIfStillEmpty()
-                    throw error
+                    throw CLIError(classifying: error, writingTo: command.writes ? context.databasePath : nil)
                 }
             }
-        } catch let error as CLIError {
+        } catch {
             console.endProgress()
             // One line of a readable length, whatever recorded or typed text the message quotes.
             console.error("Error: \(Render.shortened(Render.escaped(error.message), to: 1_000))\n")
             if error.showUsage {
-                let usage = error.usageLine ?? spec?.usage ?? "eventlog <command> [arguments] [--db PATH] [--json]"
+                let usage = error.usageLine ?? spec?.usage(program: app.name) ?? "\(app.name) <command> [arguments] [--db PATH] [--json]"
                 console.error("Usage: \(usage)\n")
             }
             return error.code.rawValue
-        } catch {
-            console.error("Error: \(error)\n")
-            return ExitCode.unavailable.rawValue
         }
     }
 }

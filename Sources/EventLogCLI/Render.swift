@@ -1,9 +1,9 @@
 import EventLog
 
 /// Text for people: short, aligned, one event per line.
-enum Render {
+public enum Render {
     /// A value in compact JSON, cut to `limit` characters.
-    static func value(_ value: StateValue?, limit: Int = 48) -> String {
+    public static func value(_ value: StateValue?, limit: Int = 48) -> String {
         guard let value else { return "(absent)" }
         let text = value.json()
         return text.count > limit ? String(text.prefix(limit - 1)) + "…" : text
@@ -29,7 +29,7 @@ enum Render {
     }
 
     /// One step of a plan's trace: `     14  1  scrollToAvatarRow(aria-7)  applied    messenger.avatarScrollTarget: null → "aria-7"`.
-    static func traceLine(_ record: EventRecord) -> String {
+    public static func traceLine(_ record: EventRecord) -> String {
         let event = record.event
         return seq(record)
             + "  " + String(event.cause?.step ?? 0).padding(toLength: 3, withPad: " ", startingAt: 0)
@@ -67,7 +67,7 @@ enum Render {
     /// `text` with its control characters (C0, DEL, C1, line and paragraph separators)
     /// written as escapes (`\n`, `\u{1B}`), so that no recorded string can forge lines or
     /// drive the terminal. Every recorded string in human output goes through it.
-    static func escaped(_ text: String) -> String {
+    public static func escaped(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: isControl) else { return text }
         var out = ""
         for scalar in text.unicodeScalars {

@@ -14,8 +14,9 @@ struct TestGenerator<Model: EffectModel> {
     var model: Model
     /// The modules the test imports besides EventLog, Effects, EventLogTesting and Testing.
     var imports: [String]
-    /// The plan a recorded plan start's source (its URL) runs, and the Swift expression for it.
+    /// The plan a recorded plan start's source (its URL) runs.
     var plan: (String) throws -> Plan<Model.Effect>
+    /// The Swift expression for that plan, given the source as a Swift string literal.
     var planExpression: (String) -> String
 
     struct Output {
@@ -114,7 +115,7 @@ struct TestGenerator<Model: EffectModel> {
                 throw Failure(description: "event #\(records[startIndex].seq): cannot rebuild the plan of \(source): \(error)")
             }
             let run = try engine.run(plan, origin: start.origin)
-            return ("try engine.run(\(planExpression(source)), origin: \(Self.literal(start.origin.rawValue)))", run.records, true)
+            return ("try engine.run(\(planExpression(Self.literal(source))), origin: \(Self.literal(start.origin.rawValue)))", run.records, true)
         }
         let isStep = event.stream == model.stream || event.stream == Engine.navigationStream
         if isStep, event.cause == nil, let step = Step<Model.Effect>(name: event.type, arguments: event.payload) {
@@ -228,5 +229,67 @@ struct TestGenerator<Model: EffectModel> {
             }
         }
         return nil
+    }
+}
+
+extension CommandSpec {
+    /// `testgen --from N --to M --name NAME`: prints a Swift Testing test that drives the log's
+    /// range again through the effects app `model` and asserts its trace exhaustively.
+    /// - Parameters:
+    ///   - model: Today's code; the test's function takes any variant of it.
+    ///   - imports: The modules the test needs besides EventLog, Effects, EventLogTesting and Testing.
+    ///   - plan: The plan a recorded source (a URL) runs.
+    ///   - planExpression: The Swift expression for that plan, given the source as a Swift
+    ///     string literal, such as `MessengerRouter.plan(for: "botmessages://bots")`.
+    public static func testgen<Model: EffectModel>(model: Model, imports: [String],
+                                                   plan: @escaping @Sendable (String) throws -> Plan<Model.Effect>,
+                                                   planExpression: @escaping @Sendable (String) -> String) -> CommandSpec {
+        CommandSpec(
+            name: "testgen",
+            summary: "Print a Swift Testing test that drives a range of the log's entry points again and asserts its trace.",
+            discussion: """
+                The test starts from the state recorded before --from, opens the same URLs, applies the
+                same steps and resumes the same waiting plans (other events are appended as recorded),
+                and after each call asserts exhaustively the events the log has for it: outcomes, skip
+                reasons, payloads, origins and writes. So a bug report's log becomes a regression test:
+                  eventlog testgen --from 120 --to 160 --name botsTabKeepsItsFilter > Tests/AppTests/BotsTab.swift
+                The test needs the EventLogTesting library. Its function NAME(model:) runs it through any
+                variant of the model. Where today's code does not make the recorded events, the test
+                fails there, and testgen says so on stderr.
+                """,
+            options: [
+                .init(name: "from", value: "N", help: "The first event (default 1)."),
+                .init(name: "to", value: "N", help: "The last event (default: the newest)."),
+                .init(name: "name", value: "NAME", help: "The test's name, a Swift identifier (default eventsFROMtoTO)."),
+            ]
+        ) { arguments, context in
+            let store = try context.openStore()
+            let last = try attempt { try store.lastSeq() }
+            let from = max(1, try arguments.seq("from") ?? 1)
+            let to = min(last, try arguments.seq("to") ?? last)
+            guard from <= to else { throw CLIError.usage("no events in \(from)…\(to); the log has \(last)") }
+            let name = arguments.value("name") ?? "events\(from)to\(to)"
+            guard let head = name.unicodeScalars.first, head == "_" || head.properties.isAlphabetic,
+                  name.unicodeScalars.allSatisfy({ $0 == "_" || $0.properties.isAlphabetic || ("0"..."9").contains($0) }) else {
+                throw CLIError.usage("--name must be a Swift identifier (letters, digits, _), not \"\(Render.escaped(name))\"")
+            }
+            let (records, before) = try attempt { () throws -> ([EventRecord], StateValue) in
+                var records: [EventRecord] = []
+                try store.forEachRecord(from: from, to: to) { records.append($0); return true }
+                return (records, try store.snapshot(after: from - 1))
+            }
+            let generator = TestGenerator(model: model, imports: imports, plan: plan, planExpression: planExpression)
+            let scratch = NSTemporaryDirectory() + "eventlog-testgen-\(UUID().uuidString)"
+            defer { EventStore.removeScratch(at: scratch) }
+            let output = try attempt {
+                try generator.generate(records, before: before, name: name,
+                                       command: "\(context.app.name) testgen --from \(from) --to \(to) --name \(name)", scratch: scratch)
+            }
+            context.console.out(output.source)
+            for divergence in output.divergences {
+                context.console.error("testgen: today's code differs from the recording at \(divergence); the test fails there")
+            }
+            return .ok
+        }
     }
 }

@@ -1,3 +1,4 @@
+import DemoCLI
 import EventLog
 @testable import EventLogCLI
 import EventLogTesting
@@ -489,10 +490,10 @@ import Testing
         _ = eventlog(["import", dir.file("c.jsonl"), "--db", db])
         let out = Captured()
         let console = Console(stdout: out.append, stderr: { _ in }, usesColors: true)
-        #expect(EventLogCLI.run(["log", "--db", db], environment: [:], console: console) == 0)
+        #expect(EventLogCLI.run(["log", "--db", db], environment: [:], console: console, app: .demo) == 0)
         #expect(out.text.contains("\u{1B}[32mapplied"))
         let diff = Captured()
-        _ = EventLogCLI.run(["diff", "1", "3", "--db", db], environment: [:], console: Console(stdout: diff.append, stderr: { _ in }, usesColors: true))
+        _ = EventLogCLI.run(["diff", "1", "3", "--db", db], environment: [:], console: Console(stdout: diff.append, stderr: { _ in }, usesColors: true), app: .demo)
         #expect(diff.text.hasPrefix("\u{1B}[33m~ c: 0 → 2"))
         // The executable's stdout is a pipe here: no colour, and never in --json.
         let piped = try runEventlog(["log", "--db", db])
@@ -512,7 +513,7 @@ import Testing
         for colors in [false, true] {
             let out = Captured()
             let console = Console(stdout: out.append, stderr: { _ in }, usesColors: colors, width: 60)
-            #expect(EventLogCLI.run(["log", "--db", db], environment: [:], console: console) == 0)
+            #expect(EventLogCLI.run(["log", "--db", db], environment: [:], console: console, app: .demo) == 0)
             let line = String(out.text.dropLast())
             let visible = line.replacingOccurrences(of: #"\x1B\[[0-9;]*m"#, with: "", options: .regularExpression)
             #expect(visible.count == 60 && visible.hasSuffix("…"), "\(visible)")
@@ -520,7 +521,7 @@ import Testing
             #expect(!colors || line.hasSuffix("…\u{1B}[0m"))
             // JSON is never cut.
             let json = Captured()
-            _ = EventLogCLI.run(["log", "--json", "--db", db], environment: [:], console: Console(stdout: json.append, stderr: { _ in }, width: 60))
+            _ = EventLogCLI.run(["log", "--json", "--db", db], environment: [:], console: Console(stdout: json.append, stderr: { _ in }, width: 60), app: .demo)
             #expect(json.text.count > 100)
         }
     }

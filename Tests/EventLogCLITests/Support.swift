@@ -1,3 +1,4 @@
+import DemoCLI
 import EventLog
 import Foundation
 @testable import EventLogCLI
@@ -15,7 +16,7 @@ func eventlog(_ arguments: [String], stdin: String = "", environment: [String: S
     let err = Captured()
     var input: Data? = Data(stdin.utf8)
     let console = Console(stdout: out.append, stderr: err.append, stdin: { defer { input = nil }; return input })
-    let code = EventLogCLI.run(arguments, environment: environment, console: console)
+    let code = EventLogCLI.run(arguments, environment: environment, console: console, app: .demo)
     return Outcome(code: code, out: out.text, err: err.text)
 }
 

@@ -1,3 +1,4 @@
+import DemoCLI
 import DemoMessenger
 import EventLog
 import EventLogCLI
@@ -15,7 +16,7 @@ import Testing
     func eventlog(_ arguments: [String]) -> (code: Int32, out: String, err: String) {
         let out = Mutex(""), err = Mutex("")
         let code = EventLogCLI.run(arguments, environment: [:],
-                                   console: Console(stdout: { text in out.withLock { $0 += text } }, stderr: { text in err.withLock { $0 += text } }))
+                                   console: Console(stdout: { text in out.withLock { $0 += text } }, stderr: { text in err.withLock { $0 += text } }), app: .demo)
         return (code, out.withLock { $0 }, err.withLock { $0 })
     }
 

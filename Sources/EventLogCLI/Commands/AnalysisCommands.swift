@@ -1,4 +1,3 @@
-import DemoMessenger
 import Effects
 import EventLog
 import Foundation
@@ -9,7 +8,7 @@ enum AnalysisCommands {
     static func all(for app: EventLogApp) -> [CommandSpec] { [replay(app), bisect(app)] }
 
     /// Today's code for the app, or the faulty variant `--regression` names.
-    static func projections(_ arguments: ParsedArguments, _ context: Context) throws(CLIError) -> Projections {
+    static func projections(_ arguments: ParsedArguments, _ context: CommandContext) throws(CLIError) -> Projections {
         let variant = arguments.value("regression")
         if let variant, !context.app.variants.contains(where: { $0.name == variant }) {
             throw CLIError.usage("unknown regression \"\(variant)\" (expected \(context.app.variants.map(\.name).joined(separator: ", ")))")
@@ -175,7 +174,7 @@ enum AnalysisCommands {
     /// A path no state in the range holds (a typo such as `messenger.selectedtab`) reads as
     /// null everywhere and answers a question nobody asked: say so on stderr, with the
     /// nearest path the newest state holds.
-    static func warnOfAbsentPaths(_ predicate: StatePredicate, store: EventStore, from: UInt64, to: UInt64, context: Context) throws(CLIError) {
+    static func warnOfAbsentPaths(_ predicate: StatePredicate, store: EventStore, from: UInt64, to: UInt64, context: CommandContext) throws(CLIError) {
         for path in predicate.paths {
             let everPresent = try attempt { () throws -> Bool in
                 var found = false
@@ -199,7 +198,7 @@ enum AnalysisCommands {
         var against: [Write]?
     }
 
-    static func report(_ answer: Answer, store: EventStore, context: Context) throws(CLIError) {
+    static func report(_ answer: Answer, store: EventStore, context: CommandContext) throws(CLIError) {
         let found: (record: EventRecord, diff: [Write])? = try attempt {
             guard let seq = answer.result.firstBad, let record = try store.record(seq) else { return nil }
             return (record, try store.snapshot(after: seq - 1).diff(to: try store.snapshot(after: seq)))

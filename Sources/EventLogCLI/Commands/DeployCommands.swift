@@ -109,7 +109,7 @@ enum DeployCommands {
         }
     }
 
-    private static func publish(_ bundle: String?, _ arguments: ParsedArguments, _ context: Context) throws(CLIError) -> ExitCode {
+    private static func publish(_ bundle: String?, _ arguments: ParsedArguments, _ context: CommandContext) throws(CLIError) -> ExitCode {
         guard let bundle else { throw CLIError.usage("deploy publish needs the bundle directory") }
         guard let serverDirectory = arguments.value("to") else { throw CLIError.usage("deploy publish needs --to SERVER_DIR") }
         guard let runtime = arguments.value("runtime-version") else { throw CLIError.usage("deploy publish needs --runtime-version V") }
@@ -139,7 +139,7 @@ enum DeployCommands {
         }
     }
 
-    private static func makeClient(_ arguments: ParsedArguments, _ context: Context, needsServer: Bool,
+    private static func makeClient(_ arguments: ParsedArguments, _ context: CommandContext, needsServer: Bool,
                                    createsAppDirectory: Bool) throws(CLIError) -> DeployClient {
         guard let runtime = arguments.value("runtime-version") else { throw CLIError.usage("deploy needs --runtime-version V") }
         let serverText = arguments.value("server")

@@ -121,7 +121,7 @@ enum FleetCommands {
         }
     }
 
-    private static func list(_ fleet: Fleet, _ context: Context) throws(CLIError) -> ExitCode {
+    private static func list(_ fleet: Fleet, _ context: CommandContext) throws(CLIError) -> ExitCode {
         let logs = try fleetAttempt { try fleet.logs() }
         if context.json {
             context.printJSON(["logs": .array(logs.map {
@@ -137,7 +137,7 @@ enum FleetCommands {
         return .ok
     }
 
-    private static func bisect(_ fleet: Fleet, _ arguments: ParsedArguments, _ context: Context) throws(CLIError) -> ExitCode {
+    private static func bisect(_ fleet: Fleet, _ arguments: ParsedArguments, _ context: CommandContext) throws(CLIError) -> ExitCode {
         guard let text = arguments.value("where") else { throw CLIError.usage("fleet bisect needs --where EXPR") }
         let predicate: StatePredicate
         do { predicate = try StatePredicate(parsing: text) } catch { throw CLIError.usage("--where: \(error)") }

@@ -63,7 +63,7 @@ enum ImportCommand {
     }
 
     /// The command that continues an interrupted import of the same input.
-    private static func resumeCommand(_ arguments: ParsedArguments, _ context: Context) -> String {
+    private static func resumeCommand(_ arguments: ParsedArguments, _ context: CommandContext) -> String {
         var words = ["eventlog", "import", arguments.positionals[0], "--resume"]
         if let batch = arguments.value("batch") { words += ["--batch", batch] }
         words += ["--db", context.databasePath]

@@ -315,7 +315,7 @@ enum LogCommands {
     }
 
     /// The log's own checks, then its read models against it.
-    private static func verification(_ context: Context) throws(CLIError) -> VerificationReport {
+    private static func verification(_ context: CommandContext) throws(CLIError) -> VerificationReport {
         if let damage = try attempt({ try EventStore.verifyStorage(at: context.databasePath) }) {
             return VerificationReport(problem: damage)
         }

@@ -99,7 +99,7 @@ enum ObjectCommands {
         return .ok
     }
 
-    static func objectStore(_ context: Context, writable: Bool) throws(CLIError) -> ObjectStore {
+    static func objectStore(_ context: CommandContext, writable: Bool) throws(CLIError) -> ObjectStore {
         let store = try context.openStore(writable: writable)
         return try attempt { try ObjectStore(store: store) }
     }

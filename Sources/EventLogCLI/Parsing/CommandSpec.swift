@@ -1,34 +1,90 @@
-/// The shape of one `eventlog` subcommand: what it is called, what it accepts, and how it
-/// runs. Parsing and help are generic over these specs, so every command behaves alike.
-struct CommandSpec: Sendable {
-    struct Argument: Sendable {
-        var name: String
-        var help: String
-        var isOptional = false
+/// One subcommand: what it is called, what it accepts, and how it runs. Parsing and help are
+/// generic over these specs, so every command, the engine's or an app's, behaves alike: an
+/// unknown option, a missing or extra argument is a usage error before `run` is called, and
+/// `-h`/`--help` anywhere prints the command's help.
+///
+/// An app adds its own with ``EventLogApp/commands``:
+///
+///     let count = CommandSpec(name: "count", summary: "Print the counter.") { _, context in
+///         let store = try context.openStore()
+///         context.console.line("\(try store.state(at: "counter.value") ?? 0)")
+///         return .ok
+///     }
+public struct CommandSpec: Sendable {
+    /// A positional argument, such as `SEQ`.
+    public struct Argument: Sendable {
+        /// The placeholder shown in usage and help, such as `SEQ`.
+        public var name: String
+        /// One line for the help's ARGUMENTS section.
+        public var help: String
+        /// Whether the command runs without it; optional arguments come after the required ones.
+        public var isOptional: Bool
+
+        /// An argument named `name`, required unless `isOptional`.
+        public init(name: String, help: String, isOptional: Bool = false) {
+            self.name = name
+            self.help = help
+            self.isOptional = isOptional
+        }
     }
 
-    struct Option: Sendable {
+    /// A `--name VALUE` option, or a `--name` flag when it takes no value.
+    public struct Option: Sendable {
         /// The long name without dashes, such as `from`.
-        var name: String
+        public var name: String
         /// The value's placeholder, such as `N`; `nil` for a flag.
-        var value: String?
-        var help: String
+        public var value: String?
+        /// One line for the help's OPTIONS section.
+        public var help: String
 
-        /// `--regression NAME`: one of an app's deliberately faulty variants.
-        static func regression(_ variants: [(name: String, summary: String)]) -> Option {
+        /// An option that takes a value shown as `value`, or a flag when `value` is `nil`.
+        public init(name: String, value: String?, help: String) {
+            self.name = name
+            self.value = value
+            self.help = help
+        }
+
+        /// `--regression NAME`: one of an app's deliberately faulty variants, listed with their summaries.
+        public static func regression(_ variants: [(name: String, summary: String)]) -> Option {
             Option(name: "regression", value: "NAME",
                    help: "Run a deliberately faulty variant: \(variants.map { "\($0.name) (\($0.summary))" }.joined(separator: "; ")).")
         }
     }
 
-    var name: String
-    var summary: String
-    var discussion: String?
-    var arguments: [Argument] = []
-    var options: [Option] = []
-    /// Whether the command opens the database for writing (creating it when missing).
-    var writes = false
-    var run: @Sendable (ParsedArguments, Context) throws -> ExitCode
+    /// What runs the command: it gets the parsed arguments and the context, and returns the exit
+    /// code. A thrown ``CLIError`` prints its message and exits with its code; the engine's
+    /// errors get theirs (a stale write is bad input, damage a problem found, a log that
+    /// cannot be opened or written is unavailable).
+    public typealias Run = @Sendable (_ arguments: ParsedArguments, _ context: CommandContext) throws -> ExitCode
+
+    /// The word that selects the command, such as `log`.
+    public var name: String
+    /// One line, shown in the overview and at the top of the command's help.
+    public var summary: String
+    /// Paragraphs for the command's help, between the overview and the usage.
+    public var discussion: String?
+    /// The positional arguments, required ones first.
+    public var arguments: [Argument]
+    /// The command's own options; `--db`, `--json` and `--help` come with every command.
+    public var options: [Option]
+    /// Whether the command opens the database for writing (creating it when missing). A writing
+    /// command that fails removes a database it created, if it is still empty.
+    public var writes: Bool
+    /// Runs the command.
+    public var run: Run
+
+    /// A command named `name`. Parsing checks the arguments and options against these before
+    /// `run` is called.
+    public init(name: String, summary: String, discussion: String? = nil, arguments: [Argument] = [], options: [Option] = [],
+                writes: Bool = false, run: @escaping Run) {
+        self.name = name
+        self.summary = summary
+        self.discussion = discussion
+        self.arguments = arguments
+        self.options = options
+        self.writes = writes
+        self.run = run
+    }
 
     /// Options every command accepts.
     static let commonOptions: [Option] = [
@@ -39,8 +95,9 @@ struct CommandSpec: Sendable {
 
     var allOptions: [Option] { options + Self.commonOptions }
 
-    var usage: String {
-        var parts = ["eventlog", name]
+    /// The usage line, such as `eventlog show SEQ [--db PATH] [--json]`.
+    func usage(program: String) -> String {
+        var parts = [program, name]
         for argument in arguments { parts.append(argument.isOptional ? "[\(argument.name)]" : argument.name) }
         for option in allOptions where option.name != "help" {
             parts.append(option.value.map { "[--\(option.name) \($0)]" } ?? "[--\(option.name)]")
@@ -50,7 +107,7 @@ struct CommandSpec: Sendable {
 }
 
 /// The exit codes of every command, documented in `--help` and the README.
-enum ExitCode: Int32, Sendable {
+public enum ExitCode: Int32, Sendable {
     /// The command did what was asked.
     case ok = 0
     /// A check found a problem (verify found corruption, bisect found nothing bad, …).
@@ -71,17 +128,22 @@ enum ExitCode: Int32, Sendable {
         """
 }
 
-/// A command line split into positional arguments and options, checked against a spec.
-struct ParsedArguments: Sendable {
-    var positionals: [String] = []
+/// A command line split into positional arguments and options, checked against a spec: every
+/// option is one the command declares, given once, and the positionals are as many as it takes.
+public struct ParsedArguments: Sendable {
+    /// The positional arguments, in order.
+    public internal(set) var positionals: [String] = []
     var values: [String: String] = [:]
     var flags: Set<String> = []
 
-    func flag(_ name: String) -> Bool { flags.contains(name) }
-    func value(_ name: String) -> String? { values[name] }
+    /// Whether the flag `--name` was given.
+    public func flag(_ name: String) -> Bool { flags.contains(name) }
+    /// The value of `--name VALUE`, or `nil` when the option was not given.
+    public func value(_ name: String) -> String? { values[name] }
 
     /// The option's value as a whole number (a seq, a seed), or `nil` when the option was not given.
-    func seq(_ name: String) throws(CLIError) -> UInt64? {
+    /// - Throws: a usage ``CLIError`` when the value is not a whole number.
+    public func seq(_ name: String) throws(CLIError) -> UInt64? {
         try values[name].map { (text) throws(CLIError) in try Self.seq(text, what: "--\(name)") }
     }
 
@@ -96,15 +158,18 @@ struct ParsedArguments: Sendable {
         return value
     }
 
-    /// The option's value as a positive count.
-    func count(_ name: String) throws(CLIError) -> Int? {
+    /// The option's value as a positive count, or `nil` when the option was not given.
+    /// - Throws: a usage ``CLIError`` when the value is not a whole number above 0.
+    public func count(_ name: String) throws(CLIError) -> Int? {
         guard let text = values[name] else { return nil }
         guard let value = Int(text), value > 0 else { throw CLIError.usage("--\(name) must be a positive whole number, not \"\(text)\"") }
         return value
     }
 
-    /// The option's value as a duration in seconds, above 0 and at most an hour.
-    func seconds(_ name: String) throws(CLIError) -> Double? {
+    /// The option's value as a duration in seconds, above 0 and at most an hour, or `nil` when
+    /// the option was not given.
+    /// - Throws: a usage ``CLIError`` for any other value.
+    public func seconds(_ name: String) throws(CLIError) -> Double? {
         guard let text = values[name] else { return nil }
         guard let seconds = Double(text), seconds > 0, seconds <= 3_600 else {
             throw CLIError.usage("--\(name) must be a number of seconds above 0 and at most 3600, not \"\(text)\"")
@@ -113,17 +178,23 @@ struct ParsedArguments: Sendable {
     }
 }
 
-/// What a command reports as failure: a message for stderr and the exit code.
-struct CLIError: Error, Sendable {
-    var message: String
-    var code: ExitCode
+/// What a command reports as failure: `Error: MESSAGE` on stderr, one line, and the exit code.
+public struct CLIError: Error, Sendable {
+    /// The message, without the `Error: ` prefix.
+    public var message: String
+    /// The process's exit code.
+    public var code: ExitCode
     /// Whether the usage line follows the message.
     var showUsage = false
     /// The usage line of the command concerned, when known.
     var usageLine: String?
 
-    static func usage(_ message: String) -> CLIError { CLIError(message: message, code: .usage, showUsage: true) }
-    static func badInput(_ message: String) -> CLIError { CLIError(message: message, code: .usage) }
-    static func problem(_ message: String) -> CLIError { CLIError(message: message, code: .problem) }
-    static func unavailable(_ message: String) -> CLIError { CLIError(message: message, code: .unavailable) }
+    /// The command line is malformed (exit 2); the command's usage line follows the message.
+    public static func usage(_ message: String) -> CLIError { CLIError(message: message, code: .usage, showUsage: true) }
+    /// An input (a file, a JSON value, an id) is bad and nothing was changed (exit 2).
+    public static func badInput(_ message: String) -> CLIError { CLIError(message: message, code: .usage) }
+    /// A check found a problem (exit 1).
+    public static func problem(_ message: String) -> CLIError { CLIError(message: message, code: .problem) }
+    /// The database, a server or a file could not be reached or written (exit 3).
+    public static func unavailable(_ message: String) -> CLIError { CLIError(message: message, code: .unavailable) }
 }

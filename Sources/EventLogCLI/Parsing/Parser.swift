@@ -11,6 +11,8 @@ enum Invocation: Sendable {
 /// `--opt=value`, `--` ends options, `-h`/`--help` anywhere asks for help, `eventlog help X`
 /// equals `eventlog X --help`, and unknown options or extra arguments are errors.
 struct Parser {
+    /// The program's name, for usage lines.
+    let program: String
     let commands: [CommandSpec]
 
     func command(named name: String) -> CommandSpec? { commands.first { $0.name == name } }
@@ -37,7 +39,7 @@ struct Parser {
             return .run(spec, try parse(rest, for: spec))
         } catch {
             var error = error
-            error.usageLine = spec.usage
+            error.usageLine = spec.usage(program: program)
             throw error
         }
     }
@@ -97,14 +99,14 @@ struct Parser {
 
 /// Help text in the sections swift-argument-parser users know.
 enum Help {
-    static func overview(_ commands: [CommandSpec]) -> String {
+    static func overview(_ commands: [CommandSpec], program: String) -> String {
         let width = commands.map(\.name.count).max() ?? 0
         var text = """
             OVERVIEW: Record, inspect and check an event log: the append-only history of an
             app's state, with the state after every event.
 
-            USAGE: eventlog <command> [arguments] [--db PATH] [--json]
-                   eventlog --version
+            USAGE: \(program) <command> [arguments] [--db PATH] [--json]
+                   \(program) --version
 
             SUBCOMMANDS:
 
@@ -114,7 +116,7 @@ enum Help {
         }
         text += """
 
-            See 'eventlog help <command>' (or 'eventlog <command> --help') for each command.
+            See '\(program) help <command>' (or '\(program) <command> --help') for each command.
             The database is --db PATH, else $EVENTLOG_DB, else ./eventlog.lmdb.
 
             \(ExitCode.help)
@@ -123,10 +125,10 @@ enum Help {
         return text
     }
 
-    static func command(_ spec: CommandSpec) -> String {
+    static func command(_ spec: CommandSpec, program: String) -> String {
         var text = "OVERVIEW: \(spec.summary)\n"
         if let discussion = spec.discussion { text += "\n\(discussion)\n" }
-        text += "\nUSAGE: \(spec.usage)\n"
+        text += "\nUSAGE: \(spec.usage(program: program))\n"
         if !spec.arguments.isEmpty {
             text += "\nARGUMENTS:\n" + table(spec.arguments.map { ($0.name, $0.help) })
         }

@@ -1,10 +1,12 @@
 import DemoMessenger
 import Effects
 import EventLog
+import EventLogCLI
 import Foundation
 import Objects
 
-/// The commands that drive the botmessages demo app through the effects engine.
+/// The commands that drive the botmessages demo app through the effects engine, built on
+/// EventLogCLI's public API alone, as any app's own commands are.
 enum MessengerCommands {
     static let all: [CommandSpec] = [open, routes, capture, testgen, demo]
 
@@ -30,14 +32,14 @@ enum MessengerCommands {
         let model = MessengerModel(regression: try parseRegression(arguments))
         let plan: Plan<MessengerEffect>
         do { plan = try MessengerRouter.plan(for: url) } catch { throw CLIError.badInput("\(error)") }
-        let engine = try attempt { try EffectEngine(store: try context.openStore(writable: true), model: model) }
-        var run = try attempt(writingTo: context.databasePath) { try engine.run(plan, origin: origin) }
+        let engine = try EffectEngine(store: try context.openStore(writable: true), model: model)
+        var run = try engine.run(plan, origin: origin)
         var records = run.records
         while case .waiting(let condition, let deadline) = run.status {
             context.console.progress("waiting until \(condition)")
             let remaining = deadline.microsecondsSince1970 - Timestamp.now().microsecondsSince1970
             usleep(UInt32(max(1_000, min(remaining, 50_000))))
-            guard let resumed = try attempt(writingTo: context.databasePath, { try engine.resume() }) else { break }
+            guard let resumed = try engine.resume() else { break }
             run = resumed
             records += run.records
         }
@@ -101,10 +103,8 @@ enum MessengerCommands {
             }
         }
         let model = MessengerModel(regression: try parseRegression(arguments))
-        let captures = try attempt(writingTo: context.databasePath) {
-            let engine = try EffectEngine(store: try context.openStore(writable: true), model: model)
-            return try engine.runCapture(script, plan: { try MessengerRouter.plan(for: $0) }, sleep: { usleep(UInt32(clamping: $0)) })
-        }
+        let engine = try EffectEngine(store: try context.openStore(writable: true), model: model)
+        let captures = try engine.runCapture(script, plan: { try MessengerRouter.plan(for: $0) }, sleep: { usleep(UInt32(clamping: $0)) })
         if context.json {
             context.printJSON(["captures": .array(captures.map {
                 ["name": .string($0.name), "seq": .int(Int64($0.seq)), "value": $0.value ?? .null, "found": .bool($0.value != nil)]
@@ -118,55 +118,9 @@ enum MessengerCommands {
         return .ok
     }
 
-    static let testgen = CommandSpec(
-        name: "testgen",
-        summary: "Print a Swift Testing test that drives a range of the log's entry points again and asserts its trace.",
-        discussion: """
-            The test starts from the state recorded before --from, opens the same URLs, applies the
-            same steps and resumes the same waiting plans (other events are appended as recorded),
-            and after each call asserts exhaustively the events the log has for it: outcomes, skip
-            reasons, payloads, origins and writes. So a bug report's log becomes a regression test:
-              eventlog testgen --from 120 --to 160 --name botsTabKeepsItsFilter > Tests/AppTests/BotsTab.swift
-            The test needs the EventLogTesting library. Its function NAME(model:) runs it through any
-            variant of the model. Where today's code does not make the recorded events, the test
-            fails there, and testgen says so on stderr.
-            """,
-        options: [
-            .init(name: "from", value: "N", help: "The first event (default 1)."),
-            .init(name: "to", value: "N", help: "The last event (default: the newest)."),
-            .init(name: "name", value: "NAME", help: "The test's name, a Swift identifier (default eventsFROMtoTO)."),
-        ]
-    ) { arguments, context in
-        let store = try context.openStore()
-        let last = try attempt { try store.lastSeq() }
-        let from = max(1, try arguments.seq("from") ?? 1)
-        let to = min(last, try arguments.seq("to") ?? last)
-        guard from <= to else { throw CLIError.usage("no events in \(from)…\(to); the log has \(last)") }
-        let name = arguments.value("name") ?? "events\(from)to\(to)"
-        guard let head = name.unicodeScalars.first, head == "_" || head.properties.isAlphabetic,
-              name.unicodeScalars.allSatisfy({ $0 == "_" || $0.properties.isAlphabetic || ("0"..."9").contains($0) }) else {
-            throw CLIError.usage("--name must be a Swift identifier (letters, digits, _), not \"\(Render.escaped(name))\"")
-        }
-        let (records, before) = try attempt { () throws -> ([EventRecord], StateValue) in
-            var records: [EventRecord] = []
-            try store.forEachRecord(from: from, to: to) { records.append($0); return true }
-            return (records, try store.snapshot(after: from - 1))
-        }
-        let generator = TestGenerator(model: MessengerModel(), imports: ["DemoMessenger"],
-                                      plan: { try MessengerRouter.plan(for: $0) },
-                                      planExpression: { "MessengerRouter.plan(for: \(TestGenerator<MessengerModel>.literal($0)))" })
-        let scratch = NSTemporaryDirectory() + "eventlog-testgen-\(UUID().uuidString)"
-        defer { EventStore.removeScratch(at: scratch) }
-        let output = try attempt {
-            try generator.generate(records, before: before, name: name,
-                                   command: "eventlog testgen --from \(from) --to \(to) --name \(name)", scratch: scratch)
-        }
-        context.console.out(output.source)
-        for divergence in output.divergences {
-            context.console.error("testgen: today's code differs from the recording at \(divergence); the test fails there")
-        }
-        return .ok
-    }
+    static let testgen = CommandSpec.testgen(model: MessengerModel(), imports: ["DemoMessenger"],
+                                             plan: { try MessengerRouter.plan(for: $0) },
+                                             planExpression: { "MessengerRouter.plan(for: \($0))" })
 
     static let demo = CommandSpec(
         name: "demo",
@@ -195,7 +149,7 @@ enum MessengerCommands {
         let regression = try parseRegression(arguments)
         let path = context.databasePath
         if FileManager.default.fileExists(atPath: path + "/data.mdb") {
-            let existing = try attempt { try context.openStore().lastSeq() }
+            let existing = try context.openStore().lastSeq()
             if existing > 0 {
                 guard arguments.flag("force") else {
                     throw CLIError.badInput("\(path) already holds \(existing) events; pass --force to replace it, or --db for another database")
@@ -215,15 +169,12 @@ enum MessengerCommands {
                                     + (errno == EEXIST ? " (left by an interrupted demo? remove it)" : ""))
         }
         defer { try? FileManager.default.removeItem(atPath: deployDirectory) }
-        let summary = try attempt(writingTo: context.databasePath) {
-            let store = try context.openStore(writable: true, clock: clock.clock)
-            let first = try store.lastSeq() + 1
-            let engine = try EffectEngine(store: store, model: MessengerModel(regression: regression))
-            var summary = try DemoSession(plans: plans, seed: seed).record(into: engine, objects: try ObjectStore(store: store), updatePrompts: true,
-                                                                           deploys: DemoDeploys(directory: deployDirectory), clock: clock)
-            summary.firstSeq = first // include the initial state the engine records
-            return summary
-        }
+        let store = try context.openStore(writable: true, clock: clock.clock)
+        let first = try store.lastSeq() + 1
+        let engine = try EffectEngine(store: store, model: MessengerModel(regression: regression))
+        var summary = try DemoSession(plans: plans, seed: seed).record(into: engine, objects: try ObjectStore(store: store), updatePrompts: true,
+                                                                       deploys: DemoDeploys(directory: deployDirectory), clock: clock)
+        summary.firstSeq = first // include the initial state the engine records
         if context.json {
             context.printJSON(["applied": .int(Int64(summary.applied)), "cancelled": .int(Int64(summary.cancelled)),
                                "database": .string(path), "events": .int(Int64(summary.events)),

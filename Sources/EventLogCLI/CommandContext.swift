@@ -1,0 +1,88 @@
+import EventLog
+import Foundation
+
+/// What a running command can reach: the chosen database, the output mode and the console.
+public struct CommandContext: Sendable {
+    /// `--db`, else `$EVENTLOG_DB`, else `./eventlog.lmdb`.
+    public var databasePath: String
+    /// Whether `--json` was given: print one JSON document for machines instead of text for people.
+    public var json: Bool
+    /// Where the command prints: results on stdout, errors and progress on stderr.
+    public var console: Console
+    /// The app whose code replays the log.
+    public var app: EventLogApp
+
+    static let defaultDatabasePath = "./eventlog.lmdb"
+
+    init(arguments: ParsedArguments, environment: [String: String], console: Console, app: EventLogApp) {
+        self.app = app
+        databasePath = arguments.value("db") ?? environment["EVENTLOG_DB"].flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultDatabasePath
+        json = arguments.flag("json")
+        self.console = console
+    }
+
+    /// Prints one compact JSON document on its own line, keys sorted.
+    public func printJSON(_ value: StateValue) { console.line(value.json()) }
+
+    /// Opens the event log; read-only unless `writable`, in which case it is created when
+    /// missing. Failures become exit code 3 with a one-line reason; damage, exit code 1.
+    /// - Parameters:
+    ///   - writable: Open for appending, creating the log when missing. Only a command declared
+    ///     with `writes: true` may ask for it: it alone removes a log it created when it fails.
+    ///   - clock: The clock that stamps appended events.
+    /// - Throws: ``CLIError``, ready to print.
+    public func openStore(writable: Bool = false, clock: EventClock = .system) throws(CLIError) -> EventStore {
+        var options = EventStore.Options()
+        options.readOnly = !writable
+        options.clock = clock
+        do {
+            return try EventStore(path: databasePath, options: options)
+        } catch let error as EventStoreError {
+            guard case .damaged = error else { throw CLIError.unavailable("cannot open \(databasePath): \(error)") }
+            throw damaged(databasePath, error)
+        } catch let error as LMDBError where error.isDamage {
+            throw damaged(databasePath, error)
+        } catch {
+            throw CLIError.unavailable("cannot open \(databasePath): \(error)")
+        }
+    }
+}
+
+/// Damage found in the database at `path`: exit 1, with where to go next.
+func damaged(_ path: String, _ error: any Error) -> CLIError {
+    CLIError.problem("\(path): \(error); 'eventlog verify' says where, 'eventlog salvage' copies what is good")
+}
+
+/// Runs library code and turns its errors into the CLI's (see ``CLIError/init(classifying:writingTo:)``).
+func attempt<R>(writingTo database: String? = nil, _ body: () throws -> R) throws(CLIError) -> R {
+    do {
+        return try body()
+    } catch {
+        throw CLIError(classifying: error, writingTo: database)
+    }
+}
+
+extension CLIError {
+    /// `error` as the command line reports it: bad references are usage errors (2), damage and
+    /// corruption are a problem found (1), storage trouble (a database that cannot be opened or
+    /// written) is exit 3, naming the database when `writingTo` it. A `CLIError` stays as it is.
+    init(classifying error: any Error, writingTo database: String?) {
+        func unavailable(_ error: any Error) -> CLIError {
+            CLIError.unavailable(database.map { "cannot write to \($0): \(error)" } ?? "\(error)")
+        }
+        switch error {
+        case let error as CLIError:
+            self = error
+        case let error as LMDBError where error.isDamage:
+            self = damaged(database ?? "the database", error)
+        case let error as EventStoreError:
+            switch error {
+            case .noSuchEvent, .staleWrite, .invalidWrite, .limitExceeded, .readOnly: self = .badInput("\(error)")
+            case .corruptRecord, .damaged, .outOfSequence, .otherLog: self = .problem("\(error)")
+            case .notFound, .notAnEventLog, .newerFormat: self = unavailable(error)
+            }
+        default:
+            self = unavailable(error)
+        }
+    }
+}
