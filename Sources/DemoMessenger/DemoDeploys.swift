@@ -9,6 +9,7 @@ public struct DemoDeploys: Sendable {
     /// Holds `server/` and `app/`; the caller creates it empty and removes it afterwards.
     public var directory: String
 
+    /// Deploys into `directory`; nothing is written until the session runs a moment.
     public init(directory: String) { self.directory = directory }
 
     /// One moment of the deploy history, run at a launch of the app.

@@ -15,9 +15,13 @@ import UpdatePrompts
 /// the app checks the App Store for updates (`promptMoments`) and takes web bundle deploys
 /// (`DemoDeploys`).
 public struct DemoSession: Sendable {
+    /// How many plans the session runs; the object, update and deploy activity comes
+    /// between them.
     public var plans: Int
+    /// The seed of the session's random choices.
     public var seed: UInt64
 
+    /// A session of `plans` plans chosen by `seed`.
     public init(plans: Int = 80, seed: UInt64 = 1) {
         self.plans = plans
         self.seed = seed
@@ -25,21 +29,36 @@ public struct DemoSession: Sendable {
 
     /// Counts of what was recorded.
     public struct Summary: Sendable, Hashable {
+        /// Plans run.
         public var plans = 0
+        /// Events of the plans and the steps applied between them (swipes back, resumes).
         public var events = 0
+        /// Of those events, the ones applied.
         public var applied = 0
+        /// Of those events, the ones skipped.
         public var skipped = 0
+        /// Of those events, the ones cancelled by a newer plan.
         public var cancelled = 0
+        /// Object store saves and deletes.
         public var objectEvents = 0
+        /// Events of the update checks and answers.
         public var updateEvents = 0
+        /// Events of the deploy client.
         public var deployEvents = 0
+        /// The seq of the session's first event.
         public var firstSeq: UInt64 = 0
+        /// The seq of the session's last event.
         public var lastSeq: UInt64 = 0
     }
 
     /// Records the session into `engine` (with blog posts into `objects`, when given, update
     /// checks when `updatePrompts`, and deploys through `deploys`), moving `clock` between
     /// actions as a person would.
+    /// - Throws: The errors of the calls it makes: `EffectEngine.run`, `apply` and `resume`;
+    ///   `ObjectStore`'s saves and deletes (`ObjectStoreError`); `UpdatePrompter.check` and
+    ///   `answer`; and for deploys, `DeployError` (`.busy` when another client holds the app
+    ///   directory) and `CocoaError` when the demo's bundles cannot be written. The events
+    ///   recorded before stay.
     public func record(into engine: EffectEngine<MessengerModel>, objects: ObjectStore? = nil, updatePrompts: Bool = false,
                        deploys: DemoDeploys? = nil, clock: ManualClock) throws -> Summary {
         var rng = SplitMix64(seed: seed)

@@ -3,19 +3,27 @@ import EventLog
 
 /// The demo's ten effects. Each writes one or more of the seven properties under `messenger`.
 public enum MessengerEffect: NamedEffect {
+    /// Searches the open conversation for the text; skipped with none open or empty text.
     case setInThreadSearch(String)
     case clearInThreadSearch
+    /// Clears the list filter; on the bot tab it returns to the tab's base filter instead.
     case clearListFilter
+    /// Scrolls the list to an avatar's row (an avatar id such as `aria-7`, not a bot id),
+    /// once the list is on screen.
     case scrollToAvatarRow(String)
+    /// Scrolls the list to a conversation's row (its id), once the list is on screen.
     case scrollToConversationRow(String)
+    /// Expands an avatar (an avatar id such as `aria-7`).
     case expandAvatar(String)
     case collapseAvatar
+    /// Expands an image attachment (its id, such as `img-401`) of the open conversation.
     case expandAttachment(String)
     case dismissAttachmentExpansion
     /// The compound effect: the bot tab and its list filter in one pass, so the UI never
     /// shows the tab unfiltered. Its write set holds both properties.
     case selectBotTab(filter: String)
 
+    /// The case's name, such as `selectBotTab`.
     public var name: String {
         switch self {
         case .setInThreadSearch: "setInThreadSearch"
@@ -31,6 +39,8 @@ public enum MessengerEffect: NamedEffect {
         }
     }
 
+    /// The effect `name` and `arguments` describe, as `arguments` writes them; `nil` for an
+    /// unknown name or a missing argument.
     public init?(name: String, arguments: StateValue) {
         let text = arguments["text"]?.stringValue
         let id = arguments["id"]?.stringValue
@@ -50,6 +60,8 @@ public enum MessengerEffect: NamedEffect {
         }
     }
 
+    /// `{"text": …}`, `{"id": …}` or `{"filter": …}` for the effects that take one; `.null`
+    /// for the others.
     public var arguments: StateValue {
         switch self {
         case .setInThreadSearch(let text): ["text": .string(text)]
@@ -66,6 +78,7 @@ public enum Regression: String, Sendable, CaseIterable {
     /// `selectBotTab` writes the tab but forgets the filter.
     case compoundTabFilter = "compound-tab-filter"
 
+    /// What the fault does, in one line, for the command line's help.
     public var summary: String {
         switch self {
         case .compoundTabFilter: "selectBotTab writes selectedTab but not listFilter"
@@ -80,8 +93,10 @@ public struct MessengerModel: EffectModel {
     /// How long a scroll waits for its list, in microseconds.
     public var scrollWaitBound: Int64 = 2_000_000
 
+    /// The app, correct unless `regression` names a fault.
     public init(regression: Regression? = nil) { self.regression = regression }
 
+    /// `messenger`: the stream of the app's effect events and the key of its properties.
     public var stream: String { "messenger" }
 
     /// The filter the bot tab falls back to when its filter is cleared.
@@ -91,6 +106,7 @@ public struct MessengerModel: EffectModel {
     public static let properties = ["inThreadSearch", "listFilter", "avatarScrollTarget", "conversationScrollTarget",
                                     "expandedAvatar", "expandedAttachment", "selectedTab"]
 
+    /// Every one of `properties` `null`, but `selectedTab`, which is `chats`.
     public var initialState: StateObject {
         var object = StateObject()
         for property in Self.properties { object[property] = .null }
@@ -100,6 +116,9 @@ public struct MessengerModel: EffectModel {
 
     static func property(_ name: String) -> StatePath { StatePath([.key("messenger"), .key(name)]) }
 
+    /// The guards and writes of the ten effects: unknown avatar, conversation, attachment
+    /// and filter ids are skipped with the reason; scrolls wait for the list to be on screen,
+    /// at most `scrollWaitBound`.
     public func resolve(_ effect: MessengerEffect, in state: StateValue) -> Resolution {
         let openConversation = Self.openConversation(in: state)
         switch effect {

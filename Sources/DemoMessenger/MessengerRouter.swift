@@ -2,6 +2,9 @@ import Effects
 import Foundation
 
 /// A `botmessages://` destination, holding only what the URL says.
+///
+/// The ids are as the URL gives them (avatar ids such as `aria-7`, conversation ids,
+/// attachment ids); the plan's guards check them.
 public enum MessengerRoute: Sendable, Hashable {
     case home
     case back
@@ -17,7 +20,9 @@ public enum MessengerRoute: Sendable, Hashable {
 
 /// A URL the router does not accept, and why.
 public struct RouteError: Error, Hashable, CustomStringConvertible {
+    /// The URL as given.
     public let url: String
+    /// What is wrong with it, for people.
     public let reason: String
     public var description: String { "\(url): \(reason)" }
 }
@@ -27,6 +32,7 @@ public struct RouteError: Error, Hashable, CustomStringConvertible {
 /// Foundation would read `botmessages://avatar/…` with host `avatar`; here the host is
 /// simply the first path segment.
 public enum MessengerRouter {
+    /// The URL scheme every route uses: `botmessages://`.
     public static let scheme = "botmessages"
 
     /// The routes, for `eventlog routes`: pattern, what it does, an example.
@@ -46,6 +52,9 @@ public enum MessengerRouter {
     ]
 
     /// Parses a URL into a route, or says where it went wrong.
+    /// - Throws: `RouteError` for another scheme, an empty segment, bad percent-encoding, an
+    ///   unknown destination or state word, a path no route matches, or a missing, empty,
+    ///   repeated or unexpected query parameter.
     public static func route(from url: String) throws(RouteError) -> MessengerRoute {
         func fail(_ reason: String) -> RouteError { RouteError(url: url, reason: reason) }
         let prefix = scheme + "://"
@@ -186,7 +195,8 @@ public enum MessengerRouter {
         }
     }
 
-    /// The plan for a URL.
+    /// The plan for a URL; its source is the URL.
+    /// - Throws: `RouteError` when `route(from:)` refuses the URL.
     public static func plan(for url: String) throws(RouteError) -> Plan<MessengerEffect> {
         Plan(source: url, steps: steps(for: try route(from: url)))
     }

@@ -20,6 +20,7 @@ import Foundation
 /// `*.next-N`) stays until a person removes it. One client at a time: opening takes an
 /// exclusive lock (`flock` on `APP_DIR/lock`) held until the value is released.
 public struct AppDirectory: Sendable {
+    /// The app directory's path, as given.
     public let path: String
     private let lock: DirectoryLock
 
@@ -62,6 +63,8 @@ public struct AppDirectory: Sendable {
     func manifestPath(_ id: String) -> String { updatesPath + "/" + id + ".json" }
 
     /// The manifest of a downloaded update.
+    /// - Throws: `DeployError.filesystem` when the manifest is missing, not a regular file,
+    ///   larger than 4 MiB or unreadable; `.badManifest` when it does not parse.
     public func manifest(of id: String) throws(DeployError) -> UpdateManifest {
         guard let data = try Files.readSmall(manifestPath(id)) else { throw .filesystem("\(manifestPath(id)) is missing") }
         return try UpdateManifest(json: [UInt8](data))
@@ -74,6 +77,9 @@ public struct AppDirectory: Sendable {
     }
 
     /// The update a link names, or `nil` when the link is absent.
+    /// - Parameter link: `AppDirectory.working` or `AppDirectory.holding`.
+    /// - Throws: `DeployError.filesystem` when the link cannot be read (it is not a symbolic
+    ///   link, say) or points anywhere but at an update id in `updates/`.
     public func target(of link: String) throws(DeployError) -> String? {
         var buffer = [CChar](repeating: 0, count: 4_096)
         let count = readlink(path + "/" + link, &buffer, buffer.count - 1)
@@ -111,6 +117,8 @@ public struct AppDirectory: Sendable {
     }
 
     /// The install awaiting confirmation, if any.
+    /// - Throws: `DeployError.filesystem` when `pending` is not a regular file of at most
+    ///   4,096 bytes, cannot be read, or is not a pending install as this client writes it.
     public func pending() throws(DeployError) -> PendingInstall? {
         guard let data = try Files.readSmall(path + "/pending", limit: 4_096) else { return nil }
         let value = try? StateValue(jsonUTF8: [UInt8](data))
@@ -297,6 +305,7 @@ final class DirectoryLock: Sendable {
 
 /// A new install awaiting the app's confirmation of a good launch, and what it replaced.
 public struct PendingInstall: Sendable, Hashable {
+    /// The update installed into working.
     public var update: String
     /// The update it replaced; `nil`: the embedded bundle.
     public var previous: String?
@@ -306,11 +315,22 @@ public struct PendingInstall: Sendable, Hashable {
 
 /// Why a deploy step failed, in one line.
 public enum DeployError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A manifest, or the answer to a manifest request, cannot be read: not JSON, a field
+    /// missing or of the wrong type, a broken multipart body.
     case badManifest(String)
+    /// The client will not take what it was given: an asset of another content type or not a
+    /// regular file, a published update that changed, an interrupted download that differs.
     case refused(String)
+    /// The source could not be reached or did not answer as it should: an HTTP error or
+    /// timeout, an asset cut short, an update missing from a source directory.
     case transport(String)
+    /// An asset's SHA-256 is not the one its manifest gives (both base64url).
     case integrity(key: String, expected: String, actual: String)
+    /// A file-system step failed, or the app directory holds something this client did not
+    /// write (a link out of `updates/`, an unreadable pending install).
     case filesystem(String)
+    /// The caller asked for something that cannot be done: a bad runtime version, platform,
+    /// token, update id or bundle, a path that is not an app directory, no pending install.
     case usage(String)
     /// Another client holds the app directory's lock.
     case busy(String)

@@ -27,9 +27,13 @@ public enum DeployBehavior: String, Sendable, CaseIterable {
 /// finds it still pending rolls back to the previous bundle. One client per app install, used
 /// from one thread at a time.
 public final class DeployClient {
+    /// The log the `deploy` events are recorded in.
     public let store: EventStore
+    /// The app directory the bundles are kept in; this client holds its lock.
     public let directory: AppDirectory
+    /// Where updates come from.
     public let source: DeploySource
+    /// Who this install is: the manifest request's runtime version, platform and token.
     public let target: DeployTarget
     /// Stork's defaults: at launch check, download, install and reload.
     public var launchBehavior = DeployBehavior.reloadNewDeploy
@@ -53,6 +57,8 @@ public final class DeployClient {
     /// The manifest the last check found, for `download`.
     private var checked: (manifest: UpdateManifest, assetHeaders: [String: [String: String]])?
 
+    /// A client with Stork's default behaviours; nothing is recorded or fetched until a
+    /// lifecycle call.
     public init(store: EventStore, directory: AppDirectory, source: DeploySource, target: DeployTarget) {
         self.store = store
         self.directory = directory
@@ -63,6 +69,7 @@ public final class DeployClient {
     private var fetch: HTTPFetch { HTTPFetch(idleTimeout: timeout, totalTimeout: 24 * 3_600) }
 
     /// The `deploy` state now.
+    /// - Throws: The errors of `EventStore.currentState` when the log cannot be read.
     public func state() throws -> StateValue { try store.currentState[StatePath([.key(DeployRules.stream)])] ?? .emptyObject }
 
     private func state(_ key: String) throws -> StateValue? { try store.currentState[DeployRules.path(key)] }
@@ -81,6 +88,15 @@ public final class DeployClient {
 
     /// Asks the source for a newer update; records the check and its answer. Returns the
     /// manifest of a new update, or `nil`.
+    ///
+    /// A source that cannot be reached or answers badly, and a manifest the client refuses
+    /// (another runtime version, an unsafe id or asset key, an asset without a hash), are
+    /// recorded as `checkFailed`, not thrown; an update already working, already in holding
+    /// or rolled back before is recorded as `noNewDeploy`. A `rollBackToEmbedded` directive
+    /// rolls back at once.
+    /// - Throws: `DeployError.filesystem` when the app directory's links or pending install
+    ///   cannot be read (or, on a rollback, changed); `EventStoreError` or `LMDBError` when an
+    ///   event cannot be recorded (`.readOnly` on a read-only store); the errors of `recover()`.
     @discardableResult
     public func check() throws -> UpdateManifest? {
         try recover()
@@ -137,6 +153,13 @@ public final class DeployClient {
     /// Downloads the checked update (checking first when there is none) into holding,
     /// verifying every asset's SHA-256 as it streams to disk. Returns the update id, or `nil`
     /// when there was nothing to download or the download failed (recorded).
+    ///
+    /// A failed download (`DeployError` of any kind) is recorded as `downloadFailed`, or
+    /// `integrityFailed` for a hash that differs, and the files and directories this call
+    /// created are removed; it is not thrown. A complete copy already on disk is used as it
+    /// is, and refused when its manifest differs from the server's.
+    /// - Throws: The errors of `check()` when it checks first; `EventStoreError` or
+    ///   `LMDBError` when an event cannot be recorded.
     @discardableResult
     public func download() throws -> String? {
         if checked == nil { try check() }
@@ -251,6 +274,14 @@ public final class DeployClient {
 
     /// Installs the update in holding into working, in one rename; the new install is
     /// pending until `confirmLaunch`. Returns the update installed, or `nil` when holding is empty.
+    ///
+    /// An update missing from disk, or a switch that fails, is recorded as
+    /// `failedToUpdateWorkingDirectory` and returns `nil`.
+    /// - Throws: `DeployError.filesystem` when a link cannot be read or holding cannot be
+    ///   removed, `.filesystem` or `.badManifest` when the update's manifest cannot be read;
+    ///   `EventStoreError` or `LMDBError` when an event cannot be recorded; the errors of
+    ///   `recover()`. When thrown after `willUpdateWorkingDirectory` was recorded, the next
+    ///   `recover()` finishes or undoes the install.
     @discardableResult
     public func install() throws -> String? {
         try recover()
@@ -284,6 +315,9 @@ public final class DeployClient {
 
     /// Reloads the web view on the working directory (records it; the app does the reload).
     /// From here a pending install counts as launched.
+    /// - Throws: `DeployError.filesystem` when the pending install or the working link cannot
+    ///   be read or the pending install cannot be written; `EventStoreError` or `LMDBError`
+    ///   when the event cannot be recorded.
     public func reload() throws {
         if var pending = try directory.pending(), !pending.launched {
             pending.launched = true
@@ -293,7 +327,9 @@ public final class DeployClient {
     }
 
     /// The app confirms that the newly installed update launched well: it is no longer pending.
-    /// - Throws: `DeployError.usage` when no install is pending.
+    /// - Throws: `DeployError.usage` when no install is pending; `.filesystem` when the
+    ///   pending install cannot be read or removed; `EventStoreError` or `LMDBError` when the
+    ///   event cannot be recorded; the errors of `recover()`.
     public func confirmLaunch() throws {
         try recover()
         guard let pending = try directory.pending() else { throw DeployError.usage("no install is pending confirmation") }
@@ -303,6 +339,12 @@ public final class DeployClient {
 
     /// The app launches (Stork's `deliver`): an install launched before and still unconfirmed
     /// rolls back; an update waiting in holding is installed; then the launch behaviour runs.
+    /// A pending or newly installed update is then reloaded. The rolled-back update is
+    /// recorded under `rejectedUpdates` and never installed again.
+    /// - Throws: The errors of `recover()`, `install()`, `check()`, `download()` and
+    ///   `reload()`; `DeployError.filesystem` when the rollback cannot change the working
+    ///   link or the pending install. Failed checks, downloads and installs are recorded,
+    ///   not thrown.
     public func deliver() throws {
         try recover()
         if let pending = try directory.pending(), pending.launched {
@@ -318,6 +360,9 @@ public final class DeployClient {
 
     /// The app enters the foreground: the foreground behaviour runs once
     /// `foregroundCheckInterval` has passed since the last check.
+    /// - Throws: The errors of `recover()`, `check()`, `download()`, `install()` and
+    ///   `reload()`, as the foreground behaviour calls them; the errors of
+    ///   `EventStore.currentState` when the last check cannot be read.
     public func enterForeground() throws {
         try recover()
         if let last = try state("lastCheck")?.stringValue.flatMap(Timestamp.init(rfc3339:)),
@@ -349,7 +394,11 @@ public final class DeployClient {
         try record(.rolledBack, ["from": StateValue(from), "to": StateValue(previous), "reason": .string(reason), "rejectsUpdate": .bool(rejectingUpdate)])
     }
 
-    /// Finishes or undoes an install a crash cut short, and records which.
+    /// Finishes or undoes an install a crash cut short, and records which. Does nothing
+    /// unless the `deploy` phase is `installing`. The other lifecycle calls run it first.
+    /// - Throws: `DeployError.filesystem` when a link or the pending install cannot be read or
+    ///   removed; `EventStoreError` (`.corruptRecord` among them) or `LMDBError` when the log
+    ///   cannot be read or the event cannot be recorded.
     public func recover() throws {
         guard try state("phase")?.stringValue == DeployRules.Phase.installing.rawValue else { return }
         guard let installing = try lastInstallingUpdate() else { return }

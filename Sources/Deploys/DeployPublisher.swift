@@ -12,16 +12,28 @@ import Foundation
 /// Assets are content-addressed, so publishing again only adds what changed; `current` is
 /// replaced last and atomically, so a client never sees a manifest whose assets are missing.
 public struct DeployPublisher: Sendable {
+    /// The root of the layout above; created on the first publish.
     public var serverDirectory: String
 
+    /// A publisher into `serverDirectory`; nothing is touched until `publish`.
     public init(serverDirectory: String) {
         self.serverDirectory = serverDirectory
     }
 
     /// Publishes every regular file under `bundle` (`launchAsset` is the page the web view
     /// loads) as update `id` for `runtimeVersion`, and returns its manifest.
-    /// - Throws: `DeployError.usage` for a bundle without its launch asset, a symbolic link in
-    ///   it, or a bad runtime version; `.filesystem` when a file cannot be read or written.
+    /// - Parameters:
+    ///   - bundle: A directory of regular files only; each file's path inside it becomes its
+    ///     asset key, and its extension gives its content type.
+    ///   - launchAsset: The key of the page the web view loads.
+    ///   - id: The update's id, new for this runtime version: a published update never changes.
+    ///   - createdAt: The manifest's `createdAt`.
+    /// - Throws: `DeployError.usage` for a bundle that is not a directory, lacks its launch
+    ///   asset, or holds a symbolic link, another non-regular file or a path that cannot be an
+    ///   asset key; for a bad runtime version (see `DeployTarget`); for an id that
+    ///   `AppDirectory.isSafeUpdateID` refuses or that is already published for
+    ///   `runtimeVersion`. `.filesystem` when a file cannot be read or written. Assets
+    ///   written before a failure stay (they are content-addressed); `current` is unchanged.
     public func publish(bundle: String, runtimeVersion: String, launchAsset: String = "index.html",
                         id: String = UUID().uuidString.lowercased(), createdAt: Timestamp = .now()) throws(DeployError) -> UpdateManifest {
         _ = try DeployTarget(runtimeVersion: runtimeVersion)

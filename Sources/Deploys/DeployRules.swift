@@ -125,15 +125,21 @@ public enum DeployRules {
 
 /// Why a `deploy` event cannot be one.
 public struct DeployRuleError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What is wrong with the event, for people; replay records it as the `skipped` reason.
     public var reason: String
+    /// An error saying `reason`.
     public init(_ reason: String) { self.reason = reason }
     public var description: String { reason }
 }
 
 /// Today's code for the `deploy` stream, for `replay` and `bisect --replay`.
 public struct DeployProjection: Projection, Sendable {
+    /// The projection; it holds nothing, the rules are `DeployRules`.
     public init() {}
 
+    /// The writes `DeployRules` gives the event today, `applied`; an event the rules refuse
+    /// (an unknown transition, a missing field) is `skipped` with the reason. Never `nil`:
+    /// every deploy event is recomputed.
     public func recompute(_ record: EventRecord, in state: StateValue) -> Recomputed? {
         switch DeployRules.writes(for: record.event, in: state, at: record.time) {
         case .success(let writes): Recomputed(outcome: .applied, writes: writes)
@@ -141,5 +147,6 @@ public struct DeployProjection: Projection, Sendable {
         }
     }
 
+    /// The `deploy` stream only.
     public func knows(stream: String) -> Bool { stream == DeployRules.stream }
 }

@@ -10,6 +10,12 @@ public struct DeployTarget: Sendable, Hashable {
     /// Sent as `Authorization: Bearer TOKEN` when set.
     public var projectToken: String?
 
+    /// A target, checked so that each value can travel as an HTTP header and the runtime
+    /// version can name a directory.
+    /// - Throws: `DeployError.usage` for a runtime version that is not 1 to 255 printable
+    ///   ASCII characters without spaces, `/` or `\` (or is `.` or `..`), a platform other
+    ///   than `ios` or `android`, or a project token that is empty or not printable ASCII
+    ///   without spaces.
     public init(runtimeVersion: String, platform: String = "ios", projectToken: String? = nil) throws(DeployError) {
         // Printable ASCII: it travels as an HTTP header and names a directory.
         guard !runtimeVersion.isEmpty, runtimeVersion.utf8.count <= 255,

@@ -4,12 +4,19 @@ import Foundation
 /// An update as the Expo Updates v1 protocol describes it: a manifest and the assets it names.
 /// Unknown fields are ignored, as the protocol asks.
 public struct UpdateManifest: Sendable, Hashable {
+    /// The update's id; the client installs an update under this name, so it must pass
+    /// `AppDirectory.isSafeUpdateID`.
     public var id: String
+    /// When the update was published, as the manifest gives it (RFC 3339 from this
+    /// package's publisher); not interpreted.
     public var createdAt: String
+    /// The native runtime the update is built for; the client refuses any other.
     public var runtimeVersion: String
     /// The entry point: the page the web view loads (`index.html` for a web bundle).
     public var launchAsset: Asset
+    /// The update's other files.
     public var assets: [Asset]
+    /// The manifest's `metadata` entries whose values are strings; others are dropped.
     public var metadata: [String: String]
 
     /// The launch asset and the others, in order.
@@ -18,13 +25,19 @@ public struct UpdateManifest: Sendable, Hashable {
     /// One file of an update. `key` is the file's path inside the bundle (this package's
     /// publisher writes it so), which the client checks before writing anything.
     public struct Asset: Sendable, Hashable {
+        /// The file's path inside the bundle, such as `js/app.js`.
         public var key: String
         /// base64url SHA-256 of the bytes, without padding.
         public var hash: String?
+        /// The media type the answer to the asset's request must carry, such as `text/html`.
         public var contentType: String
+        /// The file's extension with its dot, such as `.js`; `nil` when it has none.
         public var fileExtension: String?
+        /// Where the asset is fetched from: absolute, or relative to the manifest's URL.
         public var url: String
 
+        /// An asset as a manifest describes it; nothing is checked here (the client checks
+        /// keys and hashes before it writes anything).
         public init(key: String, hash: String?, contentType: String, fileExtension: String? = nil, url: String) {
             self.key = key
             self.hash = hash
@@ -63,6 +76,7 @@ public struct UpdateManifest: Sendable, Hashable {
         self.metadata = metadata
     }
 
+    /// A manifest of the given fields, as a publisher makes one; nothing is checked here.
     public init(id: String, createdAt: String, runtimeVersion: String, launchAsset: Asset, assets: [Asset], metadata: [String: String] = [:]) {
         self.id = id
         self.createdAt = createdAt

@@ -13,6 +13,8 @@ import EventLog
 /// `capture NAME [PATH]` records the state (or the value at PATH, absent when nothing is
 /// there) after the newest event.
 public struct CaptureScript: Sendable, Hashable {
+    /// One instruction of a script, as the type's summary describes them; a `wait` holds its
+    /// duration in microseconds (at most an hour), a `capture` its optional path.
     public enum Instruction: Sendable, Hashable {
         case open(String)
         case wait(microseconds: Int64)
@@ -22,14 +24,20 @@ public struct CaptureScript: Sendable, Hashable {
 
     /// An instruction and the line it stands on.
     public struct Line: Sendable, Hashable {
+        /// The line's number in the script text, counting from 1.
         public var number: Int
+        /// What the line says to do.
         public var instruction: Instruction
     }
 
+    /// The script's instructions in order; blank and comment-only lines are left out.
     public private(set) var lines: [Line] = []
 
     /// Parses a script; throws with the line number of the first bad line. Parsing checks
     /// the shape only: URLs are routed when they run.
+    /// - Throws: `CaptureScriptError` for the first line with an unknown instruction, the
+    ///   wrong number of words, a duration that is not a number with `ms` or `s` (or exceeds
+    ///   an hour), or a capture path that does not parse.
     public init(parsing text: String) throws(CaptureScriptError) {
         // Any line ending: "\r\n" is one Character in Swift, which a split on "\n" misses.
         for (index, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
@@ -75,13 +83,16 @@ public struct CaptureScript: Sendable, Hashable {
 
 /// A script line that could not be parsed.
 public struct CaptureScriptError: Error, Hashable, CustomStringConvertible {
+    /// The number of the line at fault, counting from 1.
     public let line: Int
+    /// What is wrong with it, for people.
     public let reason: String
     public var description: String { "line \(line): \(reason)" }
 }
 
 /// What a capture marker recorded.
 public struct Capture: Sendable, Hashable {
+    /// The name the `capture` instruction gave.
     public var name: String
     /// The seq of the newest event when the capture was taken.
     public var seq: UInt64
@@ -93,6 +104,14 @@ extension EffectEngine {
     /// Runs a capture script: every URL through the same `run` as taps and links, with origin
     /// `capture`. `plan` routes a URL; `sleep` lets time pass (the real clock in the CLI, a
     /// manual clock in tests). Stops at the first URL that does not route.
+    /// - Parameters:
+    ///   - plan: Routes an `open` URL to its plan; an error it throws stops the script.
+    ///   - sleep: Lets the given number of microseconds pass before a `wait` re-checks a
+    ///     waiting plan.
+    /// - Returns: What each `capture` instruction recorded, in script order.
+    /// - Throws: `CaptureScriptError` with the line number when `plan` cannot route a URL;
+    ///   the errors of `run(_:origin:)`, `resume()` and `apply(_:origin:)`. The events of the
+    ///   lines before stay appended.
     public func runCapture(_ script: CaptureScript, plan: (String) throws -> Plan<Model.Effect>,
                            sleep: (Int64) -> Void) throws -> [Capture] {
         var captures: [Capture] = []

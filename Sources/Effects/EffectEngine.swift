@@ -39,7 +39,10 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
     public struct PlanRun: Sendable {
         /// The plan's id, which every one of its events carries as its cause.
         public var id: String
+        /// The events this call appended, in order: for `run`, the cancelled steps of the plan
+        /// it superseded, the plan's start, then the steps it ran.
         public var records: [EventRecord]
+        /// Whether the plan finished, waits or was superseded.
         public var status: Status
     }
 
@@ -54,13 +57,19 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
     private let lock = NSLock()
     private var active: ActivePlan?
 
-    /// The stream of plan start events and of navigation steps.
+    /// The stream of plan start events.
     public static var planStream: String { "plans" }
+    /// The stream of navigation steps (push, pop, present, …), in a plan or applied alone.
     public static var navigationStream: String { "navigation" }
     /// The stream of the event that records the model's initial state.
     public static var initialStateStream: String { "system" }
 
     /// Attaches to `store`, recording the app's initial state first if the log has none.
+    /// Only the parts missing from the state (the model's properties, `navigation`, `plan`)
+    /// are written, in one event.
+    /// - Throws: `EventStoreError.readOnly` on a read-only store whose log lacks any of them;
+    ///   `.limitExceeded` when the initial state breaks `StateLimits`; `LMDBError` when the
+    ///   transaction fails.
     public init(store: EventStore, model: Model) throws {
         self.store = store
         self.model = model
@@ -81,6 +90,12 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
     /// Starts `plan`, superseding any plan of this engine still waiting (its remaining steps
     /// are recorded `cancelled`), and runs its steps until it finishes or waits. The plan's
     /// start and the steps it runs now commit together, in one transaction.
+    /// - Parameter origin: What started the plan: `.tap`, `.url`, `.test`, `.capture` or an
+    ///   app's own; recorded on every event of the plan.
+    /// - Throws: `EventStoreError.readOnly` on a read-only store; `.invalidWrite` when an
+    ///   effect writes where the state's shape allows no value; `.limitExceeded` when an event
+    ///   breaks `StateLimits`; `LMDBError` when the transaction fails. Nothing of the call is
+    ///   appended then, and a plan that was waiting still waits.
     @discardableResult
     public func run(_ plan: Plan<Model.Effect>, origin: Origin) throws -> PlanRun {
         try lock.withLock {
@@ -106,6 +121,7 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
 
     /// Re-checks a waiting plan (after time passed or the state changed) and runs on.
     /// Returns `nil` when no plan is waiting.
+    /// - Throws: The errors of `run(_:origin:)`; the plan then waits as before.
     @discardableResult
     public func resume() throws -> PlanRun? {
         try lock.withLock {
@@ -117,7 +133,10 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
     }
 
     /// Applies one step outside any plan (the system popping a screen on a swipe, say),
-    /// without superseding the waiting plan, which is then re-checked.
+    /// without superseding the waiting plan, which is then re-checked. The step never waits:
+    /// an unmet wait condition records it `skipped`.
+    /// - Returns: The step's event, then the events of the waiting plan's re-check.
+    /// - Throws: The errors of `run(_:origin:)`; nothing is appended then.
     @discardableResult
     public func apply(_ step: Step<Model.Effect>, origin: Origin) throws -> [EventRecord] {
         try lock.withLock {

@@ -20,6 +20,7 @@ public protocol EffectModel: Sendable {
 }
 
 extension EffectModel {
+    /// Lets every navigation step run.
     public func guardNavigation(_ step: Step<Effect>, in state: StateValue) -> String? { nil }
 }
 
@@ -34,10 +35,12 @@ public enum Resolution: Sendable {
 
 /// One property write an effect intends; the engine records it only if it changes the value.
 public struct Assignment: Sendable, Hashable {
+    /// Where the value goes in the state.
     public var path: StatePath
     /// The new value; `nil` removes the property.
     public var value: StateValue?
 
+    /// An assignment of `value` at `path`; `nil` removes what is there.
     public init(_ path: StatePath, _ value: StateValue?) {
         self.path = path
         self.value = value
@@ -54,6 +57,8 @@ public struct WaitCondition: Sendable {
     /// Whether the state satisfies the condition.
     public var isSatisfied: @Sendable (StateValue) -> Bool
 
+    /// A condition described for people by `description`, waited for at most
+    /// `boundMicroseconds`, that holds when `isSatisfied` returns `true` for the state.
     public init(_ description: String, boundMicroseconds: Int64, isSatisfied: @escaping @Sendable (StateValue) -> Bool) {
         self.description = description
         self.boundMicroseconds = boundMicroseconds

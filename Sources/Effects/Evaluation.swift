@@ -60,10 +60,15 @@ extension EffectModel {
 /// and initial states are inputs (what happened, not what the code decided) and replay as
 /// recorded. A step recorded as timed out agrees when today's code would still be waiting.
 public struct EffectProjection<Model: EffectModel>: Projection {
+    /// The app's model, as today's code has it.
     public let model: Model
 
+    /// A projection that recomputes the steps of `model`'s app.
     public init(model: Model) { self.model = model }
 
+    /// The outcome and writes today's model gives a step of the app's stream or of
+    /// navigation in `state`; a step that would still wait is `skipped`. `nil` for events of
+    /// other streams, cancelled steps, and events that name no step of the app.
     public func recompute(_ record: EventRecord, in state: StateValue) -> Recomputed? {
         let event = record.event
         guard event.stream == model.stream || event.stream == EffectEngine<Model>.navigationStream,

@@ -28,6 +28,8 @@ public enum Step<Effect: NamedEffect>: Sendable, Hashable, CustomStringConvertib
     /// Runs one of the app's effects.
     case effect(Effect)
 
+    /// The name the log records as the step's event type: the navigation step's own
+    /// (`push`, `popToRoot`, …) or the effect's.
     public var name: String {
         switch self {
         case .push: "push"
@@ -39,6 +41,8 @@ public enum Step<Effect: NamedEffect>: Sendable, Hashable, CustomStringConvertib
         }
     }
 
+    /// What the log records as the step's payload: `{"screen": …}` for `push`,
+    /// `{"sheet": …}` for `present`, `.null` for the other navigation steps, the effect's own.
     public var arguments: StateValue {
         switch self {
         case .push(let screen): ["screen": .string(screen)]
@@ -85,6 +89,7 @@ public struct Plan<Effect: NamedEffect>: Sendable, Hashable {
     /// The steps, run in order.
     public var steps: [Step<Effect>]
 
+    /// A plan of `steps` that came from `source`.
     public init(source: String, steps: [Step<Effect>]) {
         self.source = source
         self.steps = steps

@@ -5,6 +5,7 @@ import Foundation
 /// when the value is released, unless `keep()` was called. Each test makes its own: no shared
 /// state between tests.
 public final class TemporaryDirectory: @unchecked Sendable {
+    /// The directory's absolute path; it exists once `init` returns.
     public let path: String
     private var kept = false
 
@@ -29,14 +30,19 @@ public final class TemporaryDirectory: @unchecked Sendable {
 /// An event store in its own temporary directory with a clock the test moves by hand: the
 /// embedded, deterministic engine for tests (nothing global, nothing shared).
 public final class TemporaryEventStore: @unchecked Sendable {
+    /// The temporary directory the database lives in; `keep()` it to look at the log later.
     public let directory: TemporaryDirectory
+    /// The store's clock, moved by hand.
     public let clock: ManualClock
+    /// The event store, open for writing.
     public let store: EventStore
 
     /// 2025-11-30T02:05:40.123456Z, the default start of test clocks.
     public static let defaultStart = Timestamp(microsecondsSince1970: 1_764_468_340_123_456)
 
     /// Opens a store whose clock starts at `start` and moves `stepMicroseconds` at every reading.
+    /// - Throws: The errors of `EventStore.init(path:options:)` (`EventStoreError`,
+    ///   `LMDBError`) when the store cannot be created.
     public init(start: Timestamp = defaultStart, stepMicroseconds: Int64 = 1_000,
                 keyframePolicy: KeyframePolicy = KeyframePolicy(), name: String = #function) throws {
         directory = TemporaryDirectory(name)
@@ -54,6 +60,8 @@ public final class TemporaryEventStore: @unchecked Sendable {
 extension EventStore {
     /// Checks the snapshot after every event against the fold of the write sets from the start
     /// and returns the first seq where they differ, or `nil` when every snapshot agrees.
+    /// - Throws: `StateError` when an event's writes do not apply to the fold; `EventStoreError`
+    ///   (`.corruptRecord` among them) or `LMDBError` when the log cannot be read.
     public func firstSnapshotMismatch() throws -> UInt64? {
         var folded = StateValue.emptyObject
         var mismatch: UInt64?

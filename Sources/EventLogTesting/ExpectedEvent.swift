@@ -10,11 +10,15 @@ import EventLog
 public struct ExpectedEvent: Sendable, Hashable, CustomStringConvertible {
     /// The stream, or `nil` for any stream (a name without `/`).
     public var stream: String?
+    /// The event's type, such as `selectBotTab`.
     public var type: String
+    /// The outcome the event must have.
     public var outcome: ExpectedOutcome
     /// The value each path is left with, `nil` for a removed path, in the order written.
     public var writes: [ExpectedWrite]
+    /// The event's whole payload; `nil`: not checked.
     public var payload: StateValue?
+    /// Where the event came from; `nil`: not checked.
     public var origin: Origin?
 
     /// `name` is `stream/type`, or `type` alone to match it in any stream.
@@ -65,9 +69,11 @@ public struct ExpectedEvent: Sendable, Hashable, CustomStringConvertible {
 
 /// The outcome an event is expected to have.
 public enum ExpectedOutcome: Sendable, Hashable, CustomStringConvertible {
+    /// Applied, with the writes the expectation gives.
     case applied
     /// Skipped; for exactly this reason when it is not `nil`.
     case skipped(reason: String?)
+    /// Cancelled by a newer plan.
     case cancelled
 
     func matches(_ outcome: Outcome) -> Bool {
@@ -90,9 +96,12 @@ public enum ExpectedOutcome: Sendable, Hashable, CustomStringConvertible {
 
 /// The value an event is expected to leave at a path; `nil` when it removes the path.
 public struct ExpectedWrite: Sendable, Hashable, CustomStringConvertible {
+    /// The path written.
     public var path: StatePath
+    /// The value the path is left with; `nil` when the write removes it.
     public var new: StateValue?
 
+    /// Expects `path` to be left with `new` (`nil`: removed).
     public init(_ path: StatePath, _ new: StateValue?) {
         self.path = path
         self.new = new
@@ -109,6 +118,7 @@ public struct TraceFilter: Sendable, Hashable {
     /// Paths whose writes (and the writes under them) are left out.
     public var paths: [StatePath]
 
+    /// A filter leaving out the events of `streams` and the writes at or under `paths`.
     public init(streams: Set<String> = [], paths: [StatePath] = []) {
         self.streams = streams
         self.paths = paths

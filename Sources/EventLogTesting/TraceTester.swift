@@ -12,6 +12,7 @@ import Foundation
 /// On a failure the log is kept, and the failure says how to open it with the command line.
 /// Failures are reported at the line of the assertion, under Swift Testing or XCTest.
 public final class TraceTester: @unchecked Sendable {
+    /// The log under test, its directory and its clock.
     public let temporary: TemporaryEventStore
     /// What every assertion leaves out.
     public var ignoring: TraceFilter
@@ -25,6 +26,12 @@ public final class TraceTester: @unchecked Sendable {
     private var failed = false
 
     /// A fresh log in a temporary directory, its clock moved by hand (see `TemporaryEventStore`).
+    /// - Parameters:
+    ///   - ignoring: What every assertion leaves out, such as `EffectEngine.bookkeeping`.
+    ///   - exhaustive: Whether `expect` checks every event, and events left unasserted fail
+    ///     the test when the tester is released.
+    ///   - name: Names the temporary directory; the calling function by default.
+    /// - Throws: The errors of `TemporaryEventStore.init` when the store cannot be created.
     public init(ignoring: TraceFilter = .none, exhaustive: Bool = true,
                 start: Timestamp = TemporaryEventStore.defaultStart, stepMicroseconds: Int64 = 1_000,
                 keyframePolicy: KeyframePolicy = KeyframePolicy(), name: String = #function, fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column) throws {
@@ -35,14 +42,18 @@ public final class TraceTester: @unchecked Sendable {
         checkedThrough = try temporary.store.lastSeq()
     }
 
+    /// The store to drive the app on.
     public var store: EventStore { temporary.store }
+    /// The store's clock: move it to let time pass between events.
     public var clock: ManualClock { temporary.clock }
     /// The database directory (kept after a failure).
     public var path: String { temporary.path }
-    /// The state after the last event.
+    /// The state after the last event; throws what `EventStore.currentState` throws.
     public var state: StateValue { get throws { try store.currentState } }
 
     /// The events since the last assertion, without the ignored ones.
+    /// - Throws: `EventStoreError` (`.corruptRecord` among them) or `LMDBError` when the log
+    ///   cannot be read.
     public func unchecked() throws -> [EventRecord] {
         var records: [EventRecord] = []
         try store.forEachRecord(from: checkedThrough + 1) { records.append($0); return true }
@@ -53,6 +64,9 @@ public final class TraceTester: @unchecked Sendable {
     /// Exhaustive as the tester is, unless said otherwise: see the type's summary. Non-exhaustive, the expected
     /// events must happen in this order with these outcomes and writes; other events and
     /// other writes pass. Returns whether the check passed.
+    ///
+    /// A log that cannot be read fails the test at the assertion's line.
+    /// - Parameter exhaustive: Overrides the tester's `exhaustive` for this assertion only.
     @discardableResult
     public func expect(_ expected: [ExpectedEvent], exhaustive: Bool? = nil,
                        fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column) -> Bool {
@@ -75,7 +89,8 @@ public final class TraceTester: @unchecked Sendable {
     }
 
     /// Checks values in the state after the last event: each path's value, `nil` for absent.
-    /// Other paths are not looked at.
+    /// Other paths are not looked at. Returns whether every value is as given; a state that
+    /// cannot be read fails the test.
     @discardableResult
     public func expectState(_ values: KeyValuePairs<StatePath, StateValue?>,
                             fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column) -> Bool {
@@ -92,6 +107,7 @@ public final class TraceTester: @unchecked Sendable {
     }
 
     /// Moves past the events so far without asserting them (for a test's setup).
+    /// - Throws: `EventStoreError` or `LMDBError` when the log cannot be read.
     public func skipUnchecked() throws {
         checkedThrough = try store.lastSeq()
     }

@@ -3,6 +3,7 @@ import Foundation
 
 /// Why a fleet operation stopped, in one line, with the exit code it deserves.
 public struct FleetError: Error, Sendable, CustomStringConvertible {
+    /// Whether trying again may help.
     public enum Kind: Sendable {
         /// The server cannot be reached or did not answer in time (exit 3); a retry may work.
         case unavailable
@@ -11,6 +12,7 @@ public struct FleetError: Error, Sendable, CustomStringConvertible {
         case refused
     }
 
+    /// Whether trying again may help, and so the exit code.
     public let kind: Kind
     public let description: String
 

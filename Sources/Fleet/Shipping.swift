@@ -50,6 +50,7 @@ enum MessageID {
 /// stream at every start (its newest message for the subject names the last seq it holds),
 /// and kept in the database as records are acknowledged.
 public struct Shipper {
+    /// The log shipped; it keeps the shipping position in its `fleet` read model.
     public let store: EventStore
     /// `nats://host:port`, or several, comma-separated, for a cluster.
     public let servers: String
@@ -63,6 +64,8 @@ public struct Shipper {
     /// (reaching none at the start fails at once).
     public var retryFor = 30.0
 
+    /// A shipper of `store` to the default stream at `servers`; nothing is connected until
+    /// `ship`.
     public init(store: EventStore, servers: String) {
         self.store = store
         self.servers = servers
@@ -70,12 +73,14 @@ public struct Shipper {
 
     /// What a `ship` did.
     public struct Report: Sendable, Equatable {
+        /// The id of the log shipped.
         public var logID: UUID
         /// Records published by this call.
         public var shipped: Int
         /// The last seq the stream holds.
         public var through: UInt64
 
+        /// A report of the given values.
         public init(logID: UUID, shipped: Int, through: UInt64) {
             self.logID = logID
             self.shipped = shipped
@@ -86,6 +91,14 @@ public struct Shipper {
     /// Ships every record the stream does not hold yet; with `follow`, goes on shipping as
     /// events commit until `stop` returns `true` (checked at least every quarter second).
     /// `progress` hears of every 1,024 records acknowledged.
+    /// - Throws: `FleetError` of kind `.refused` when the log has no id yet, the stream's
+    ///   newest message for the log is not one of its records, the stream holds the log
+    ///   beyond its end or other bytes for one of its seqs (the log changed after it was
+    ///   shipped, or is another copy), or the stream refuses a record; `.unavailable` when no
+    ///   server can be reached at the start, or the servers stay out of reach for `retryFor`
+    ///   seconds (the position reached is kept, and shipping again resumes there).
+    ///   `EventStoreError` or `LMDBError` when the log cannot be read or the position cannot
+    ///   be kept (`.readOnly` on a read-only store).
     @discardableResult
     public func ship(follow: Bool = false, stop: @escaping () -> Bool = { false },
                      progress: (Report) -> Void = { _ in }) throws -> Report {
@@ -189,23 +202,31 @@ public struct Shipper {
 /// checked against the state as any append's are. A second pull goes on from where the copy
 /// ends.
 public struct Puller {
+    /// `nats://host:port`, or several, comma-separated, for a cluster.
     public let servers: String
+    /// The stream the log was shipped to.
     public var stream = "EVENTLOG"
+    /// Seconds a request may wait for an answer; without `follow`, also how long the stream
+    /// may stay silent before the pull stops.
     public var timeout = 5.0
     /// Seconds a request keeps being tried while the servers are out of reach, once connected.
     public var retryFor = 30.0
 
+    /// A puller from the default stream at `servers`; nothing is connected until `pull`.
     public init(servers: String) {
         self.servers = servers
     }
 
     /// What a `pull` did.
     public struct Report: Sendable, Equatable {
+        /// The id of the log pulled.
         public var logID: UUID
+        /// Records appended to the copy by this call.
         public var pulled: Int
         /// The last seq the copy holds.
         public var through: UInt64
 
+        /// A report of the given values.
         public init(logID: UUID, pulled: Int, through: UInt64) {
             self.logID = logID
             self.pulled = pulled
@@ -214,7 +235,18 @@ public struct Puller {
     }
 
     /// Copies the records of `logID` the copy in `store` lacks; with `follow`, goes on as
-    /// they arrive until `stop` returns `true`.
+    /// they arrive until `stop` returns `true`. Records are committed 1,024 at a time, with
+    /// the stream position, and stay committed when a later one fails.
+    /// - Parameters:
+    ///   - store: An empty log, or a copy of `logID` made by an earlier pull; it takes the
+    ///     log's id.
+    ///   - progress: Called after each commit with the report so far.
+    /// - Throws: `FleetError` of kind `.refused` when the stream holds no such log (without
+    ///   `follow`), `store` holds another log, a message on the log's subject is not one of
+    ///   its records, the stream skips a seq, or the copy refuses a record (its checksum, its
+    ///   writes against the state); `.unavailable` when no server can be reached, or the
+    ///   stream stops delivering before the newest record (pulling again resumes there).
+    ///   `EventStoreError` or `LMDBError` when the copy cannot be read or written.
     @discardableResult
     public func pull(_ logID: UUID, into store: EventStore, follow: Bool = false, stop: @escaping () -> Bool = { false },
                      progress: (Report) -> Void = { _ in }) throws -> Report {

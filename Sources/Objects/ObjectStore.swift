@@ -11,6 +11,8 @@ import Foundation
 /// can never disagree with the log it was written with (`verifyReadModel` checks it). Each
 /// entry carries a CRC-32C, so a damaged one is reported, never read as an object.
 public final class ObjectStore: @unchecked Sendable {
+    /// The event store whose log holds the object events and whose environment holds the
+    /// read model.
     public let store: EventStore
     /// The read model; `nil` on a read-only store without one, whose reads then come from the
     /// log's newest state.
@@ -28,6 +30,8 @@ public final class ObjectStore: @unchecked Sendable {
 
     /// Attaches to `store`, creating the read model from the log's state unless the store is
     /// read-only or has one already.
+    /// - Throws: `LMDBError` when the read model cannot be opened or created; when it is
+    ///   created, the errors of `rebuildReadModel()`.
     public init(store: EventStore) throws {
         self.store = store
         if let existing = try store.openDatabase(named: Self.readModelName, create: false) {
@@ -43,6 +47,8 @@ public final class ObjectStore: @unchecked Sendable {
 
     /// Rebuilds the read model from the log's newest state in one transaction (and removes a
     /// read model of an older format) and returns how many objects it holds.
+    /// - Throws: `EventStoreError.readOnly` on a read-only store; `LMDBError` when the
+    ///   transaction fails. The old read model stays as it was then.
     @discardableResult
     public func rebuildReadModel() throws -> Int {
         let readModel = try writableReadModel()
@@ -63,6 +69,13 @@ public final class ObjectStore: @unchecked Sendable {
     /// Brings the read model in line with `batch.state` after an event that did not come
     /// through this store (an imported one) applied `writes`: the objects they touch are
     /// stored again or removed, a whole collection when a write replaced it.
+    /// - Parameters:
+    ///   - writes: The writes of the event just appended to `batch`; writes outside `objects`
+    ///     are skipped.
+    ///   - batch: The transaction that appended the event, so that the read model commits
+    ///     (or not) with it.
+    /// - Throws: `EventStoreError.readOnly` on a read-only store; `LMDBError` when the read
+    ///   model cannot be written.
     public func updateReadModel(after writes: [Write], in batch: inout AppendBatch) throws {
         let readModel = try writableReadModel()
         for write in writes {
@@ -89,6 +102,20 @@ public final class ObjectStore: @unchecked Sendable {
     /// Creates (without an `id`, or with an unknown one) or updates an object of `collection`
     /// and returns it as stored. With `expectedVersion`, the object must be at that version
     /// (0: must not exist yet), or the save is a conflict and appends nothing.
+    /// - Parameters:
+    ///   - fields: The object's fields. A string `id` names the object; without one the store
+    ///     generates an id that sorts in creation order. The managed fields `version`,
+    ///     `createdAt` and `updatedAt` are ignored.
+    ///   - collection: Letters, digits and `_`, not starting with a digit, at most 100 of them.
+    ///   - expectedVersion: The version the object must be at; `nil` saves whatever it is at.
+    ///   - origin: Where the event comes from.
+    ///   - cause: The plan or command the event belongs to, if any.
+    /// - Returns: The object as stored, with its `id`, `version`, `createdAt` and `updatedAt`.
+    /// - Throws: `ObjectStoreError.conflict` when the object is not at `expectedVersion`;
+    ///   `.invalidObject` for a bad collection name, an `id` that is not a string, or an id
+    ///   that is empty, longer than 255 bytes or holds control characters;
+    ///   `EventStoreError.readOnly` on a read-only store; `EventStoreError.limitExceeded` when
+    ///   the event breaks `StateLimits`. Nothing is appended then.
     @discardableResult
     public func save(_ fields: StateObject, in collection: String, expectedVersion: Int64? = nil,
                      origin: Origin = .system, cause: Cause? = nil) throws -> StateObject {
@@ -99,6 +126,8 @@ public final class ObjectStore: @unchecked Sendable {
 
     /// Saves inside a transaction of the caller's, so that many saves (and other events)
     /// commit together.
+    /// - Throws: The errors of `save(_:in:expectedVersion:origin:cause:)`; a conflict or an
+    ///   invalid object is found before anything is appended to `batch`.
     @discardableResult
     public func save(_ fields: StateObject, in collection: String, expectedVersion: Int64? = nil,
                      origin: Origin = .system, cause: Cause? = nil, batch: inout AppendBatch) throws -> StateObject {
@@ -140,6 +169,9 @@ public final class ObjectStore: @unchecked Sendable {
     }
 
     /// The object of `collection` with `id`, or `nil`: one lookup in the read model.
+    /// - Throws: `ObjectStoreError.invalidObject` when the read model's entry fails its
+    ///   checksum or is not an object (`rebuildReadModel()` repairs it); `LMDBError` when the
+    ///   read fails.
     public func fetch(_ collection: String, id: String) throws -> StateObject? {
         guard let readModel else { return try store.currentState[Self.path(collection, id)]?.objectValue }
         return try store.read { txn in
@@ -151,6 +183,13 @@ public final class ObjectStore: @unchecked Sendable {
     }
 
     /// Up to `limit` objects of `collection` in id order, starting after id `after`.
+    /// - Parameters:
+    ///   - after: The id the page starts after (it need not exist); `nil` for the first page.
+    ///   - limit: The most objects returned; 0 or less returns none.
+    /// - Returns: The objects, and the id to pass as `after` for the next page (`nil` on the
+    ///   last page). Ids compare by their UTF-8 bytes.
+    /// - Throws: `ObjectStoreError.invalidObject` when an entry of the read model is damaged;
+    ///   `LMDBError` when the read fails.
     public func fetchAll(_ collection: String, after: String? = nil, limit: Int = 100) throws -> (objects: [StateObject], next: String?) {
         guard limit > 0 else { return ([], nil) }
         guard let readModel else {
@@ -175,12 +214,15 @@ public final class ObjectStore: @unchecked Sendable {
     }
 
     /// Deletes one object; `notFound` (and nothing appended) when there is none.
+    /// - Throws: `ObjectStoreError.notFound` when the collection has no object with `id`;
+    ///   `EventStoreError.readOnly` on a read-only store. Nothing is appended then.
     public func delete(_ collection: String, id: String, origin: Origin = .system, cause: Cause? = nil) throws {
         try store.transact { batch in try delete(collection, id: id, origin: origin, cause: cause, batch: &batch) }
     }
 
     /// Deletes inside a transaction of the caller's, so that many deletes (and other events)
     /// commit together.
+    /// - Throws: The errors of `delete(_:id:origin:cause:)`.
     public func delete(_ collection: String, id: String, origin: Origin = .system, cause: Cause? = nil,
                        batch: inout AppendBatch) throws {
         let readModel = try writableReadModel()
@@ -194,6 +236,8 @@ public final class ObjectStore: @unchecked Sendable {
 
     /// Deletes every object of `collection` in one event and returns how many there were
     /// (0, and nothing appended, when there were none).
+    /// - Throws: `ObjectStoreError.invalidObject` for a collection name that is not letters,
+    ///   digits and `_`; `EventStoreError.readOnly` on a read-only store.
     @discardableResult
     public func deleteAll(_ collection: String, origin: Origin = .system, cause: Cause? = nil) throws -> Int {
         try Self.validate(collection: collection)
@@ -213,6 +257,11 @@ public final class ObjectStore: @unchecked Sendable {
 
     /// Compares the read model with the objects of `state` (by default the log's newest
     /// state; pass a replayed state to check a rebuild) and returns the first difference.
+    /// - Returns: The first difference, or the first damaged entry, in words; `nil` when the
+    ///   read model holds exactly the objects of the state.
+    /// - Throws: `ObjectStoreError.invalidObject` for a read-model key without the zero byte
+    ///   that ends its collection name; the errors of `EventStore.currentState` when the log's
+    ///   state cannot be read; `LMDBError` when a read fails.
     public func verifyReadModel(against state: StateValue? = nil) throws -> String? {
         let expected = try (state ?? store.currentState)["objects"]?.objectValue ?? StateObject()
         var found = StateObject()
@@ -259,6 +308,11 @@ public final class ObjectStore: @unchecked Sendable {
     // MARK: Typed objects
 
     /// Saves a `StoredObject`; see `save(_:in:expectedVersion:origin:cause:)`.
+    /// - Returns: The object as stored, its `id` set.
+    /// - Throws: The errors of `save(_:in:expectedVersion:origin:cause:)`, and
+    ///   `ObjectStoreError.invalidObject` when the object does not encode to a JSON object (a
+    ///   non-finite number, an integer beyond 64 bits, a bare value) or the stored fields do
+    ///   not decode back as `T`.
     @discardableResult
     public func save<T: StoredObject>(_ object: T, expectedVersion: Int64? = nil, origin: Origin = .system, cause: Cause? = nil) throws -> Saved<T> {
         let stored = try save(try ObjectCoding.encode(object), in: T.collection, expectedVersion: expectedVersion, origin: origin, cause: cause)
@@ -266,22 +320,30 @@ public final class ObjectStore: @unchecked Sendable {
     }
 
     /// The object with `id`, or `nil`.
+    /// - Throws: The errors of `fetch(_:id:)`, and `ObjectStoreError.invalidObject` when the
+    ///   stored fields do not decode as `T` or lack the managed `id`, `version` or dates.
     public func fetch<T: StoredObject>(_ type: T.Type, id: String) throws -> Saved<T>? {
         try fetch(T.collection, id: id).map { try Self.saved(T.self, $0) }
     }
 
-    /// One page of the collection in id order.
+    /// One page of the collection in id order; see `fetchAll(_:after:limit:)`.
+    /// - Throws: The errors of `fetchAll(_:after:limit:)`, and `ObjectStoreError.invalidObject`
+    ///   when an object does not decode as `T`.
     public func fetchAll<T: StoredObject>(_ type: T.Type, after: String? = nil, limit: Int = 100) throws -> Page<T> {
         let page = try fetchAll(T.collection, after: after, limit: limit)
         return Page(objects: try page.objects.map { try Self.saved(T.self, $0) }, next: page.next)
     }
 
     /// Deletes the object with `id`.
+    /// - Throws: `ObjectStoreError.notFound` when there is none; `EventStoreError.readOnly` on
+    ///   a read-only store.
     public func delete<T: StoredObject>(_ type: T.Type, id: String, origin: Origin = .system, cause: Cause? = nil) throws {
         try delete(T.collection, id: id, origin: origin, cause: cause)
     }
 
-    /// Deletes every object of the type's collection.
+    /// Deletes every object of the type's collection in one event and returns how many there
+    /// were.
+    /// - Throws: The errors of `deleteAll(_:origin:cause:)`.
     @discardableResult
     public func deleteAll<T: StoredObject>(_ type: T.Type, origin: Origin = .system, cause: Cause? = nil) throws -> Int {
         try deleteAll(T.collection, origin: origin, cause: cause)

@@ -17,7 +17,9 @@ public protocol StoredObject: Codable {
 }
 
 extension StoredObject {
+    /// The type's name, such as `BlogPost`.
     public static var collection: String { String(describing: Self.self) }
+    /// No formats of its own: every date is RFC 3339 with fractional seconds.
     public static var dateFormats: [String: String] { [:] }
 }
 
@@ -25,15 +27,19 @@ extension StoredObject {
 public struct Saved<Object> {
     /// The object, with its `id` set.
     public var object: Object
+    /// The object's id, the same as `object.id`.
     public var id: String
     /// 1 when created, one more with every save: what `expectedVersion` compares with.
     public var version: Int64
+    /// When the object was first saved, by the store's clock (to the microsecond).
     public var createdAt: Date
+    /// When the object was last saved, by the store's clock; `createdAt` until it is saved again.
     public var updatedAt: Date
 }
 
 /// One page of a collection, in id order (generated ids sort in creation order).
 public struct Page<Object> {
+    /// The page's objects in id order: at most the `limit` asked for.
     public var objects: [Saved<Object>]
     /// The id to pass as `after` for the next page; `nil` on the last page.
     public var next: String?

@@ -22,6 +22,8 @@ public struct AppVersion: Sendable, Hashable, Comparable, CustomStringConvertibl
     /// What follows the numeric part, without a leading `-`, `+`, `_` or space; empty for a release.
     public let label: String
 
+    /// Reads a version by the rule above; `nil` when `text` (trimmed, without a leading `v`)
+    /// does not start with a digit.
     public init?(_ text: String) {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         var rest = Substring(trimmed)
@@ -38,12 +40,15 @@ public struct AppVersion: Sendable, Hashable, Comparable, CustomStringConvertibl
     /// Equal when they compare equal: `1.0` and `1.0.0` are the same version.
     public static func == (a: AppVersion, b: AppVersion) -> Bool { compare(a, b) == 0 }
 
+    /// Hashes the numeric components without trailing zeros, so that equal versions hash
+    /// alike; the label is left out.
     public func hash(into hasher: inout Hasher) {
         var significant = components
         while significant.last == "0" { significant.removeLast() }
         hasher.combine(significant) // labels equal in natural order may differ in spelling
     }
 
+    /// Whether `a` is older than `b`, by the rule above.
     public static func < (a: AppVersion, b: AppVersion) -> Bool { compare(a, b) < 0 }
 
     /// -1, 0 or 1 as `a` is older than, the same as, or newer than `b`.

@@ -4,7 +4,9 @@ import HTTPFetch
 
 /// The newest release of an app in the store, as the iTunes Search API's lookup describes it.
 public struct StoreRelease: Sendable, Hashable {
+    /// The release's version (`version` in the lookup).
     public var version: AppVersion
+    /// What the release changed, as the store shows it.
     public var releaseNotes: String?
     /// The app's store page.
     public var trackViewURL: String?
@@ -13,6 +15,7 @@ public struct StoreRelease: Sendable, Hashable {
     /// `currentVersionReleaseDate`, as the store spells it.
     public var releaseDate: String?
 
+    /// A release of the given fields, as a test or demo makes one up.
     public init(version: AppVersion, releaseNotes: String? = nil, trackViewURL: String? = nil,
                 minimumOSVersion: AppVersion? = nil, releaseDate: String? = nil) {
         self.version = version
@@ -24,7 +27,9 @@ public struct StoreRelease: Sendable, Hashable {
 
     /// Reads a lookup response: `{"resultCount":1,"results":[{"version":"3.4.1",…}]}`. The first
     /// result is the app; unknown fields are ignored.
-    /// - Throws: `StoreLookupError` saying what is wrong: not JSON, `resultCount` 0, no or a bad `version`.
+    /// - Throws: `StoreLookupError` saying what is wrong: not JSON or not an object,
+    ///   `resultCount` 0 or no results, no or a bad `version`, a bad `minimumOsVersion`, or a
+    ///   field read as text that is not a string.
     public init(lookupResponse bytes: [UInt8]) throws(StoreLookupError) {
         let response: StateValue
         do { response = try StateValue(jsonUTF8: bytes) } catch { throw StoreLookupError("the response is not JSON: \(error)") }
@@ -52,7 +57,9 @@ public struct StoreRelease: Sendable, Hashable {
 
 /// Why a lookup failed, in one line: it is recorded, and nothing else happens.
 public struct StoreLookupError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong, for people; recorded as the `lookupFailed` reason.
     public var reason: String
+    /// An error saying `reason`.
     public init(_ reason: String) { self.reason = reason }
     public var description: String { reason }
 }
@@ -94,15 +101,22 @@ public struct StoreLookup: Sendable {
     /// The largest response read; a lookup is a few kilobytes.
     public static let maxResponseBytes = 1 << 20
 
+    /// Where the answer is read from.
     public var source: StoreLookupSource
     /// How long the server may stay silent, in seconds.
     public var timeout: Double
 
+    /// A lookup of `source`; a server may take at most three times `timeout` in all.
     public init(_ source: StoreLookupSource, timeout: Double = 10) {
         self.source = source
         self.timeout = timeout
     }
 
+    /// Fetches the answer (a GET, or the file's bytes) and reads it as a `StoreRelease`.
+    /// - Returns: The release, or a `StoreLookupError` for a transport failure, an HTTP status
+    ///   other than 200, an answer larger than `maxResponseBytes`, a file that is not a regular
+    ///   file, or an answer `StoreRelease(lookupResponse:)` refuses. Never throws: a failed
+    ///   lookup is a result to record.
     public func fetch() -> Result<StoreRelease, StoreLookupError> {
         Result { () throws(StoreLookupError) in try StoreRelease(lookupResponse: try responseBytes()) }
     }

@@ -11,11 +11,15 @@ extension Origin {
 /// whether to prompt, and takes the person's answer, recording every step and decision as an
 /// event of the `updates` stream through `UpdateRules`.
 public final class UpdatePrompter: Sendable {
+    /// The log the `updates` events are recorded in.
     public let store: EventStore
     /// The installed version (`CFBundleShortVersionString`).
     public let installedVersion: AppVersion
+    /// How the app asks; recorded with every decision.
     public let policy: PromptPolicy
 
+    /// A prompter for the install running `installedVersion`; nothing is recorded until a
+    /// check.
     public init(store: EventStore, installedVersion: AppVersion, policy: PromptPolicy = PromptPolicy()) {
         self.store = store
         self.installedVersion = installedVersion
@@ -32,13 +36,21 @@ public final class UpdatePrompter: Sendable {
         public var failure: StoreLookupError?
     }
 
-    /// Looks the store's version up and decides, in one transaction.
+    /// Looks the store's version up and decides, in one transaction. The lookup runs
+    /// before the transaction; a failed one is recorded (`lookupFailed`), not thrown.
+    /// - Throws: The errors of `check(_:source:)`.
     public func check(_ lookup: StoreLookup) throws -> Check {
         try check(lookup.fetch(), source: lookup.source.description)
     }
 
     /// Records a lookup's result (fetched by the caller, or made up by a test or demo) and
     /// the decision after it.
+    /// - Parameters:
+    ///   - result: The release found, or why the lookup failed.
+    ///   - source: Where the answer came from, recorded in the payload and the cause.
+    /// - Throws: `EventStoreError` or `LMDBError` when the events cannot be recorded
+    ///   (`.readOnly` on a read-only store); `RuleError` when the `updates` state is not
+    ///   shaped as the rules write it. Nothing is appended then.
     public func check(_ result: Result<StoreRelease, StoreLookupError>, source: String) throws -> Check {
         try store.transact { batch in
             let time = store.clock.now()
@@ -67,7 +79,8 @@ public final class UpdatePrompter: Sendable {
 
     /// Records the person's answer to the prompt on screen.
     /// - Throws: `RuleError` when there is no prompt on screen, or a forced one and the answer
-    ///   is not "Update"; nothing is appended then.
+    ///   is not "Update"; `EventStoreError` or `LMDBError` when the event cannot be recorded.
+    ///   Nothing is appended then.
     @discardableResult
     public func answer(_ answer: PromptAnswer) throws -> EventRecord {
         try store.transact { batch in
@@ -76,6 +89,7 @@ public final class UpdatePrompter: Sendable {
     }
 
     /// The `updates` state now.
+    /// - Throws: The errors of `EventStore.currentState` when the log cannot be read.
     public func state() throws -> StateValue {
         try store.currentState[StatePath([.key(UpdateRules.stream)])] ?? .emptyObject
     }

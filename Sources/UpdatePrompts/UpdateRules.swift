@@ -14,6 +14,8 @@ public struct PromptPolicy: Sendable, Hashable {
     /// An optional prompt is shown at most once per this many days; `nil`: no limit.
     public var promptIntervalDays: Int?
 
+    /// A policy; the defaults are the seed's (optional, five declines, no OS check, no
+    /// interval).
     public init(forced: Bool = false, maxDeclines: Int = 5, osVersion: AppVersion? = nil, promptIntervalDays: Int? = nil) {
         self.forced = forced
         self.maxDeclines = maxDeclines
@@ -74,6 +76,7 @@ public enum UpdateRules {
         case lookupFailed
         /// The decision after a lookup, with the policy it was made under.
         case promptDecided
+        /// The person's answers, as `PromptAnswer`'s raw values name them.
         case updateTapped, declined, skippedVersion
     }
 
@@ -169,7 +172,9 @@ public enum UpdateRules {
 
 /// Why an `updates` event cannot happen where it was put.
 public struct RuleError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Why, for people; replay records it as the `skipped` reason.
     public var reason: String
+    /// An error saying `reason`.
     public init(_ reason: String) { self.reason = reason }
     public var description: String { reason }
 }
@@ -203,8 +208,11 @@ extension PromptPolicy {
 /// Today's code for the `updates` stream, for `replay` and `bisect --replay`: every event is
 /// recomputed from its payload and the state before it.
 public struct UpdatesProjection: Projection, Sendable {
+    /// The projection; it holds nothing, the rules are `UpdateRules`.
     public init() {}
 
+    /// The writes `UpdateRules` gives the event today, `applied`; an event the rules refuse
+    /// is `skipped` with the reason. Never `nil`.
     public func recompute(_ record: EventRecord, in state: StateValue) -> Recomputed? {
         switch UpdateRules.writes(for: record.event, in: state, at: record.time) {
         case .success(let writes): Recomputed(outcome: .applied, writes: writes)
@@ -212,5 +220,6 @@ public struct UpdatesProjection: Projection, Sendable {
         }
     }
 
+    /// The `updates` stream only.
     public func knows(stream: String) -> Bool { stream == UpdateRules.stream }
 }

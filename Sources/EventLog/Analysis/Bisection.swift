@@ -17,6 +17,7 @@ public struct BisectResult: Sendable, Hashable {
     /// Whether every event was scanned in order rather than binary-searched.
     public var scanned = false
 
+    /// A result as given; ``Bisection`` makes these.
     public init(firstBad: UInt64?, candidates: [UInt64] = [], probes: Int, scanned: Bool = false) {
         self.firstBad = firstBad
         self.candidates = candidates
@@ -32,6 +33,11 @@ public enum Bisection {
     /// the range is bad), then halves. A skipped event is replaced by the nearest untested one;
     /// if only skipped events are left between the last good and the first bad one, the answer
     /// is the list of candidates.
+    ///
+    /// - Parameters:
+    ///   - range: The seqs to search; the event before it is taken as good.
+    ///   - probe: Judges the state after one seq; called once per seq at most.
+    /// - Throws: Whatever `probe` throws, which ends the search.
     public static func search(_ range: ClosedRange<UInt64>, probe: (UInt64) throws -> Verdict) rethrows -> BisectResult {
         var probes = 0
         var skipped: Set<UInt64> = []
@@ -88,6 +94,11 @@ public enum Bisection {
     /// The first bad seq scanning `range` in order; exact whether or not bad stays bad. A
     /// skipped event is not taken as good: when skips come right before the first bad event
     /// (or end the range), the answer is the list of candidates, as `search` gives.
+    ///
+    /// - Parameters:
+    ///   - range: The seqs to scan, in order; it stops at the first bad one.
+    ///   - probe: Judges the state after one seq; called once per seq at most.
+    /// - Throws: Whatever `probe` throws, which ends the scan.
     public static func scan(_ range: ClosedRange<UInt64>, probe: (UInt64) throws -> Verdict) rethrows -> BisectResult {
         var probes = 0
         var skippedSinceGood: [UInt64] = []
@@ -107,6 +118,13 @@ public enum Bisection {
     /// The first bad seq in `range`: a binary `search` unless `linear`, and a `scan` when the
     /// search finds nothing bad, since a good end says nothing about the events before it
     /// unless bad stays bad. Give a `probe` that remembers its verdicts so no event runs twice.
+    ///
+    /// - Parameters:
+    ///   - range: The seqs to search.
+    ///   - linear: Scan every event in order from the start, without a binary search first.
+    ///   - probe: Judges the state after one seq; the scan after a search may ask again about
+    ///     a seq the search probed.
+    /// - Throws: Whatever `probe` throws, which ends the search.
     public static func firstBad(in range: ClosedRange<UInt64>, linear: Bool, probe: (UInt64) throws -> Verdict) rethrows -> BisectResult {
         guard !linear else { return try scan(range, probe: probe) }
         let binary = try search(range, probe: probe)
@@ -121,6 +139,12 @@ extension EventStore {
     /// Calls `body` with each record from `from` through `to` and the state right after it,
     /// folding write sets forward from the snapshot before `from` (one snapshot, then one
     /// write set per event). `body` returns `false` to stop.
+    ///
+    /// - Throws: ``EventStoreError/noSuchEvent(seq:last:)`` when `from` is more than one past
+    ///   the newest event; ``EventStoreError/corruptRecord(seq:reason:)`` at a record that is
+    ///   missing, fails its checksum or does not decode; ``EventStoreError/invalidWrite(_:)``
+    ///   when a write does not fit the state; whatever `body` throws; an ``LMDBError`` when a
+    ///   read fails.
     public func fold(from: UInt64 = 1, to: UInt64 = .max, _ body: (EventRecord, StateValue) throws -> Bool) throws {
         var state = try snapshot(after: from > 0 ? from - 1 : 0)
         try forEachRecord(from: max(from, 1), to: to) { record in
@@ -135,6 +159,19 @@ extension EventStore {
     /// assumes that once the predicate holds it keeps holding. When the last event is good
     /// that assumption says nothing, so every event is scanned instead, as with `linear`:
     /// folding write sets forward, which finds the exact first event in any case.
+    ///
+    /// - Parameters:
+    ///   - predicate: What "bad" means: the first event after which it holds is the answer.
+    ///   - from: The first event considered.
+    ///   - to: The last event considered; `nil` for the newest.
+    ///   - linear: Scan every event instead of searching first.
+    /// - Returns: The first event after which `predicate` holds (`firstBad`), or `nil` there
+    ///   when it holds after none, and how many events were probed.
+    /// - Throws: ``EventStoreError/noSuchEvent(seq:last:)`` when the binary search probes past
+    ///   the newest event (a `to` beyond it); ``EventStoreError/corruptRecord(seq:reason:)`` at
+    ///   a record that is missing, fails its checksum or does not decode;
+    ///   ``EventStoreError/invalidWrite(_:)`` when a write does not fit the state; an
+    ///   ``LMDBError`` when a read fails.
     public func firstEvent(where predicate: StatePredicate, from: UInt64 = 1, to: UInt64? = nil, linear: Bool = false) throws -> BisectResult {
         let last = try to ?? lastSeq()
         guard from <= last else { return BisectResult(firstBad: nil, probes: 0) }

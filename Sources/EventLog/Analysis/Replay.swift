@@ -23,6 +23,7 @@ public struct Projections: Projection {
     private var byStream: [String: any Projection] = [:]
     private var inputs: Set<String> = []
 
+    /// Projections that know no stream yet.
     public init() {}
 
     /// Recomputes the events of `streams` with `projection`.
@@ -35,18 +36,24 @@ public struct Projections: Projection {
         inputs.formUnion(streams)
     }
 
+    /// What the projection given for the record's stream computes; `nil` for a stream taken
+    /// as recorded or unknown.
     public func recompute(_ record: EventRecord, in state: StateValue) -> Recomputed? {
         byStream[record.event.stream]?.recompute(record, in: state)
     }
 
+    /// Whether `stream` was given a projection or taken as recorded.
     public func knows(stream: String) -> Bool { byStream[stream] != nil || inputs.contains(stream) }
 }
 
 /// An event's outcome and writes as today's code computes them.
 public struct Recomputed: Sendable, Hashable {
+    /// The outcome today's code gives the event.
     public var outcome: Outcome
+    /// The writes today's code makes, in order; a replay applies them instead of the recorded ones.
     public var writes: [Write]
 
+    /// What today's code computes for an event, as given.
     public init(outcome: Outcome, writes: [Write]) {
         self.outcome = outcome
         self.writes = writes
@@ -61,12 +68,14 @@ public struct Recomputed: Sendable, Hashable {
 
 /// The first event where today's code and the recording disagree.
 public struct Divergence: Sendable, Hashable {
+    /// The event as recorded.
     public var record: EventRecord
     /// What today's code does instead.
     public var actual: Recomputed
     /// The recorded state after the event, against today's: `old` recorded, `new` today's.
     public var diff: [Write]
 
+    /// The seq of the event where they first disagree.
     public var seq: UInt64 { record.seq }
     /// Recorded writes today's code does not make (or makes with other values).
     public var missing: [Write] { record.event.writes.filter { !actual.writes.contains($0) } }
@@ -106,6 +115,19 @@ extension EventStore {
     /// is compared with the recording and the replay stops at the first disagreement; since
     /// the states are equal up to there, it is also the first event each judged on its own
     /// recorded state disagrees. Never touches anything but the log.
+    ///
+    /// - Parameters:
+    ///   - projection: Today's code; its events replay as recorded where it returns `nil`.
+    ///   - verify: Compare every recomputed event with the recording and stop at the first
+    ///     that disagrees; without it the replay only folds.
+    ///   - progress: Called every 65,536 events with the seq reached.
+    /// - Returns: The counts by stream, the state reached, and the divergence when verifying
+    ///   found one.
+    /// - Throws: ``EventStoreError/noSuchEvent(seq:last:)`` when `from` is more than one past
+    ///   the newest event; ``EventStoreError/corruptRecord(seq:reason:)`` at a record that is
+    ///   missing, fails its checksum or does not decode; ``EventStoreError/invalidWrite(_:)``
+    ///   when a recorded or recomputed write does not fit the state; an ``LMDBError`` when a
+    ///   read fails.
     public func replay(through projection: some Projection, from: UInt64 = 1, to: UInt64 = .max, verify: Bool,
                        progress: ((UInt64) -> Void)? = nil) throws -> ReplayReport {
         var report = ReplayReport(state: try snapshot(after: from > 0 ? from - 1 : 0))
@@ -141,6 +163,18 @@ extension EventStore {
     /// The first event after which this log's state and `other`'s differ, comparing events
     /// `from` through `to`; `nil` when they agree. A log that ends first differs at the
     /// first event it lacks.
+    ///
+    /// - Parameters:
+    ///   - other: The log to compare with; it is only read.
+    ///   - from: The first event compared, at least 1; the states before it are compared first
+    ///     (a difference there is reported at `from - 1`).
+    ///   - to: The last event compared, clamped to the longer log.
+    /// - Returns: The seq after which the states first differ, and the writes that turn this
+    ///   log's state there into `other`'s; `nil` when they agree.
+    /// - Throws: ``EventStoreError/corruptRecord(seq:reason:)`` at a record of either log that
+    ///   is missing, fails its checksum or whose writes do not decode;
+    ///   ``EventStoreError/invalidWrite(_:)`` when a write does not fit its state; an
+    ///   ``LMDBError`` when a read fails.
     public func firstDifference(from other: EventStore, from: UInt64 = 1, to: UInt64 = .max) throws -> (seq: UInt64, diff: [Write])? {
         let mine = try lastSeq()
         let theirs = try other.lastSeq()

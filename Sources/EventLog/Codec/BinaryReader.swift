@@ -1,5 +1,6 @@
 /// Why a stored record could not be decoded.
 public struct RecordDecodingError: Error, Hashable, CustomStringConvertible {
+    /// What is wrong with the bytes, in one line.
     public let reason: String
     public var description: String { reason }
     init(_ reason: String) { self.reason = reason }

@@ -54,6 +54,8 @@ public struct Cause: Sendable, Hashable {
     /// The text that started it (a URL, a command line); empty when there is none.
     public var source: String
 
+    /// A cause as given; `step` 0 is the plan's start, and `source` stays empty when no text
+    /// started it.
     public init(id: String, step: Int = 0, source: String = "") {
         self.id = id
         self.step = step
@@ -81,6 +83,8 @@ public struct Event: Sendable, Hashable {
     /// Every write the event made, in order. Empty unless the outcome is `applied`.
     public var writes: [Write]
 
+    /// An event as given, nothing checked yet (appending checks it); by default from the
+    /// system, with no cause, applied, a null payload and no writes.
     public init(stream: String, type: String, origin: Origin = .system, cause: Cause? = nil,
                 outcome: Outcome = .applied, payload: StateValue = .null, writes: [Write] = []) {
         self.stream = stream
@@ -100,10 +104,13 @@ public struct EventRecord: Sendable, Hashable {
     public var seq: UInt64
     /// When the event was appended, from the store's clock.
     public var time: Timestamp
+    /// The event as appended: everything the record holds but its seq, time and checksum.
     public var event: Event
     /// The CRC-32C stored with the record.
     public var checksum: UInt32
 
+    /// A record of these fields as they are: nothing is checked or computed, the checksum
+    /// included (the store computes it when appending; see ``storedBytes(of:seq:time:)``).
     public init(seq: UInt64, time: Timestamp, event: Event, checksum: UInt32) {
         self.seq = seq
         self.time = time

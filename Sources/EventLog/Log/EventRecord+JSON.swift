@@ -1,6 +1,9 @@
 /// The JSON form of records: what `eventlog show --json` and `export` print and `import`
 /// reads. Keys are sorted; a write's `old` or `new` is left out when absent.
 extension EventRecord {
+    /// The record as a JSON object: `seq`, `time` (RFC 3339), `stream`, `type`, `origin`,
+    /// `outcome` (and `reason` when skipped), `cause` when there is one, `payload`, `writes`
+    /// and `checksum` (8 hex digits). ``ImportedEvent/init(json:)`` reads it back.
     public var jsonValue: StateValue {
         var object = StateObject()
         if let cause = event.cause {
@@ -21,6 +24,8 @@ extension EventRecord {
 }
 
 extension Write {
+    /// `{"path": …, "old": …, "new": …}`, leaving out `old` or `new` when absent;
+    /// ``init(json:)`` reads it back.
     public var jsonValue: StateValue {
         var object = StateObject()
         if let new { object["new"] = new }
@@ -30,6 +35,9 @@ extension Write {
     }
 
     /// Reads `{"path": …, "old": …, "new": …}`.
+    ///
+    /// - Throws: ``RecordFormatError`` when `json` is not an object, has a key other than
+    ///   those three, or has no `path` that is a string in ``StatePath``'s text form.
     public init(json: StateValue) throws(RecordFormatError) {
         let object = try RecordFormatError.object(json, "write")
         try RecordFormatError.onlyKeys(object, ["path", "old", "new"], in: "write")
@@ -42,6 +50,7 @@ extension Write {
 
 /// A JSON record that does not describe an event.
 public struct RecordFormatError: Error, Hashable, CustomStringConvertible {
+    /// What is wrong with the record, in one line, naming the key concerned.
     public let reason: String
     public var description: String { reason }
     init(_ reason: String) { self.reason = reason }
@@ -60,13 +69,22 @@ public struct RecordFormatError: Error, Hashable, CustomStringConvertible {
 
 /// An event read from its JSON form, with the seq and time it carried, if any.
 public struct ImportedEvent: Sendable, Hashable {
+    /// The `seq` the JSON carried (positive); `nil` when it had none.
     public var seq: UInt64?
+    /// The `time` the JSON carried; `nil` when it had none.
     public var time: Timestamp?
+    /// The event, ready to append; the store checks it then.
     public var event: Event
 
     /// Reads the JSON form written by `EventRecord.jsonValue`. `stream` and `type` are
     /// required; `origin` defaults to `system`, `outcome` to `applied`, `payload` to null.
     /// A `checksum` is accepted and ignored: the store computes its own.
+    ///
+    /// - Throws: ``RecordFormatError`` when `json` is not an object or has an unknown key;
+    ///   when `stream` or `type` is missing or empty; when `origin` is not a valid ``Origin``,
+    ///   `outcome` is not `applied`, `skipped` or `cancelled`, or `cause` is not an object with a
+    ///   string `id` and a step that is not negative; when a write does not read (as
+    ///   ``Write/init(json:)``); when `seq` is not a positive integer or `time` not RFC 3339.
     public init(json: StateValue) throws(RecordFormatError) {
         let object = try RecordFormatError.object(json, "event")
         try RecordFormatError.onlyKeys(object, ["seq", "time", "checksum", "stream", "type", "origin", "cause", "outcome", "reason", "payload", "writes"], in: "event")

@@ -32,6 +32,8 @@ public final class EventStore: @unchecked Sendable {
         /// Where event times come from.
         public var clock: EventClock = .system
 
+        /// The defaults: read-write, `.full` durability, a 64 MiB initial map, `KeyframePolicy()`
+        /// and the system clock.
         public init() {}
     }
 
@@ -68,6 +70,22 @@ public final class EventStore: @unchecked Sendable {
     }
 
     /// Opens the event log in directory `path`, creating it unless `options.readOnly`.
+    ///
+    /// A log damaged near its end still opens, so that its good part can be read, verified and
+    /// salvaged; its first write is refused while the damage stands. A log of an older format
+    /// opened for writing is brought up to `formatVersion`.
+    ///
+    /// - Parameters:
+    ///   - path: The directory that holds (or is to hold) `data.mdb` and `lock.mdb`.
+    ///   - options: Read-only or not, durability, the clock, and for a new log its keyframe policy.
+    /// - Throws: ``EventStoreError/notFound(path:)`` when `options.readOnly` and there is no
+    ///   `data.mdb`; ``EventStoreError/damaged(_:)`` when the data file is truncated or emptied,
+    ///   one of the log's databases is missing, or the meta record fails its checksum;
+    ///   ``EventStoreError/notAnEventLog(path:)`` when the environment holds something else;
+    ///   ``EventStoreError/newerFormat(found:supported:)`` when a newer build wrote it; an
+    ///   ``LMDBError`` when the directory or the environment cannot be opened (its code is the
+    ///   `errno`, such as `EBUSY` when this process has the log open read-only and a writer is
+    ///   asked for).
     public init(path: String, options: Options = Options()) throws {
         if options.readOnly && !FileManager.default.fileExists(atPath: path + "/data.mdb") {
             throw EventStoreError.notFound(path: path)
@@ -145,6 +163,9 @@ public final class EventStore: @unchecked Sendable {
     /// This log's stable id: random, made once when the log is created (or, for a log from
     /// before ids, the first time it is opened for writing), and kept by copies of the log that
     /// `eventlog pull` makes. `nil` only for such an older log opened read-only.
+    ///
+    /// - Throws: ``EventStoreError/damaged(_:)`` when the stored id fails its checksum; an
+    ///   ``LMDBError`` when the read fails.
     public var logID: UUID? {
         get throws { try environment.read { txn in try logID(in: txn) } }
     }
@@ -191,13 +212,24 @@ public final class EventStore: @unchecked Sendable {
 
     // MARK: Appending
 
-    /// Appends one event and returns it as stored.
+    /// Appends one event and returns it as stored; it is committed when this returns.
+    ///
+    /// - Throws: ``EventStoreError/readOnly`` on a read-only store; what
+    ///   ``AppendBatch/append(_:time:)`` throws for an event it refuses
+    ///   (``EventStoreError/staleWrite(path:expected:actual:)``, ``EventStoreError/invalidWrite(_:)``,
+    ///   ``EventStoreError/limitExceeded(_:)``); ``EventStoreError/corruptRecord(seq:reason:)``
+    ///   when the newest state cannot be rebuilt from a log damaged near its end; an
+    ///   ``LMDBError`` when the storage fails. Nothing is appended when it throws.
     @discardableResult
     public func append(_ event: Event) throws -> EventRecord {
         try transact { try $0.append(event) }
     }
 
-    /// Appends events in one transaction and returns their sequence numbers.
+    /// Appends events in one transaction and returns their sequence numbers: all of them are
+    /// appended or none is.
+    ///
+    /// - Returns: The seqs the events got; `nil` when `events` is empty.
+    /// - Throws: What ``append(_:)`` throws, for the first event refused; nothing is appended.
     @discardableResult
     public func append(contentsOf events: some Sequence<Event>) throws -> ClosedRange<UInt64>? {
         try transact { batch in
@@ -213,6 +245,13 @@ public final class EventStore: @unchecked Sendable {
     ///
     /// `body` may run more than once (when the map must grow), so it must not have side
     /// effects outside the batch.
+    ///
+    /// - Returns: What `body` returns.
+    /// - Throws: ``EventStoreError/readOnly`` on a read-only store (`body` does not run);
+    ///   whatever `body` throws, such as an append it lets through, with nothing committed;
+    ///   ``EventStoreError/corruptRecord(seq:reason:)`` or ``EventStoreError/invalidWrite(_:)``
+    ///   when the newest state cannot be rebuilt from a log damaged near its end; an
+    ///   ``LMDBError`` when the storage fails.
     @discardableResult
     public func transact<R>(_ body: (inout AppendBatch) throws -> R) throws -> R {
         guard !isReadOnly else { throw EventStoreError.readOnly }
@@ -247,6 +286,9 @@ public final class EventStore: @unchecked Sendable {
 
     /// Makes room for at least `bytes` more in the database before a `transact` whose body
     /// cannot run again (one that streams its input, which a map growth would have to re-read).
+    ///
+    /// - Throws: ``EventStoreError/readOnly`` on a read-only store; an ``LMDBError`` when the map
+    ///   cannot grow (`ENOMEM` when the size needed overflows).
     public func reserveCapacity(_ bytes: Int) throws {
         guard !isReadOnly else { throw EventStoreError.readOnly }
         try environment.reserve(bytes)
@@ -273,6 +315,11 @@ public final class EventStore: @unchecked Sendable {
     // MARK: Reading
 
     /// The state after the newest event (an empty object for an empty log).
+    ///
+    /// - Throws: ``EventStoreError/corruptRecord(seq:reason:)`` when a record between the
+    ///   nearest keyframe and the newest event fails its checksum or does not decode;
+    ///   ``EventStoreError/invalidWrite(_:)`` when one of their writes does not fit the state;
+    ///   an ``LMDBError`` when the read fails.
     public var currentState: StateValue {
         get throws {
             try environment.read { txn in try state(after: try lastSeq(in: txn), in: txn) }
@@ -280,11 +327,17 @@ public final class EventStore: @unchecked Sendable {
     }
 
     /// The sequence number of the newest event; 0 when the log is empty.
+    ///
+    /// - Throws: ``RecordDecodingError`` when the newest key is not an 8-byte seq; an
+    ///   ``LMDBError`` when the read fails.
     public func lastSeq() throws -> UInt64 {
         try environment.read { try lastSeq(in: $0) }
     }
 
     /// The sequence number of the oldest event; `nil` when the log is empty.
+    ///
+    /// - Throws: ``RecordDecodingError`` when the oldest key is not an 8-byte seq; an
+    ///   ``LMDBError`` when the read fails.
     public func firstSeq() throws -> UInt64? {
         try environment.read { txn in
             try txn.withCursor(events) { cursor in try cursor.first().map { try RecordCodec.seq(fromKey: $0.key) } }
@@ -292,11 +345,16 @@ public final class EventStore: @unchecked Sendable {
     }
 
     /// The number of keyframes stored.
+    ///
+    /// - Throws: An ``LMDBError`` when the read fails.
     public func keyframeCount() throws -> Int {
         try environment.read { try $0.count(keyframes) }
     }
 
     /// The record with sequence number `seq`, or `nil` when there is none.
+    ///
+    /// - Throws: ``EventStoreError/corruptRecord(seq:reason:)`` when the record fails its
+    ///   checksum or does not decode; an ``LMDBError`` when the read fails.
     public func record(_ seq: UInt64) throws -> EventRecord? {
         try environment.read { txn in try record(seq, in: txn) }
     }
@@ -309,6 +367,10 @@ public final class EventStore: @unchecked Sendable {
     /// Calls `body` with each record from `from` through `to` (inclusive, clamped to the log),
     /// in order, inside one read transaction; `body` returns `false` to stop early. A gap in
     /// the sequence is a corrupt record, as is a bad checksum.
+    ///
+    /// - Throws: ``EventStoreError/corruptRecord(seq:reason:)`` at the first record that is
+    ///   missing, fails its checksum or does not decode (`body` has seen the ones before it);
+    ///   whatever `body` throws; an ``LMDBError`` when the read fails.
     public func forEachRecord(from: UInt64 = 1, to: UInt64 = .max, _ body: (EventRecord) throws -> Bool) throws {
         let names = NameCache()
         try environment.read { txn in
@@ -321,6 +383,11 @@ public final class EventStore: @unchecked Sendable {
     /// Calls `body` with each seq from `from` through `to` (clamped to the log) and the state
     /// right after it, inside one read transaction: one snapshot, then one write set per event,
     /// decoding nothing else (every checksum is still checked). `body` returns `false` to stop.
+    ///
+    /// - Throws: ``EventStoreError/corruptRecord(seq:reason:)`` at the first record that is
+    ///   missing, fails its checksum or does not decode; ``EventStoreError/invalidWrite(_:)``
+    ///   when a write does not fit the state; whatever `body` throws; an ``LMDBError`` when the
+    ///   read fails.
     public func forEachState(from: UInt64 = 1, to: UInt64 = .max, _ body: (UInt64, StateValue) throws -> Bool) throws {
         try environment.read { txn in
             let start = min(max(from, 1) - 1, try lastSeq(in: txn))
@@ -331,6 +398,11 @@ public final class EventStore: @unchecked Sendable {
 
     /// The state right after event `seq` (0 gives the empty state before the first event):
     /// the nearest keyframe at or before it plus the write sets after that keyframe.
+    ///
+    /// - Throws: ``EventStoreError/noSuchEvent(seq:last:)`` when `seq` is past the newest event;
+    ///   ``EventStoreError/corruptRecord(seq:reason:)`` when a record between the keyframe and
+    ///   `seq` fails its checksum or does not decode; ``EventStoreError/invalidWrite(_:)`` when
+    ///   one of their writes does not fit the state; an ``LMDBError`` when the read fails.
     public func snapshot(after seq: UInt64) throws -> StateValue {
         try environment.read { txn in try state(after: seq, in: txn) }
     }
@@ -500,6 +572,18 @@ public struct AppendBatch: ~Copyable {
 
     /// Appends `event` after checking that it keeps to `StateLimits` and that every write's
     /// old value matches the state, and returns it as stored. `time` defaults to the store's clock.
+    ///
+    /// - Parameters:
+    ///   - event: The event; its writes are checked against ``state`` and applied to it.
+    ///   - time: The time to store, such as the original's when copying a log; `nil` reads the
+    ///     store's clock.
+    /// - Throws: ``EventStoreError/limitExceeded(_:)`` when the time is outside years 0000 to
+    ///   9999, or the event nests deeper than ``StateLimits/maxDepth``, takes more than
+    ///   ``StateLimits/maxRecordBytes`` or holds an infinite or NaN number;
+    ///   ``EventStoreError/invalidWrite(_:)`` when a write does not fit the state;
+    ///   ``EventStoreError/staleWrite(path:expected:actual:)`` when a write's old value is not
+    ///   what the state holds. After any of these the batch is as it was before the call. An
+    ///   ``LMDBError`` when the record cannot be stored.
     @discardableResult
     public mutating func append(_ event: consuming Event, time: Timestamp? = nil) throws -> EventRecord {
         let seq = tip.seq + 1
@@ -518,6 +602,8 @@ public struct AppendBatch: ~Copyable {
     /// store's clock. A batch of `EncodingPipeline.minimumEvents` or more is encoded on a second
     /// thread while this one checks write sets and stores the records encoded so far. If an
     /// event is refused, the events before it stay appended in this batch.
+    ///
+    /// - Throws: What ``append(_:time:)`` throws, for the first event refused.
     public mutating func append(contentsOf events: [Event]) throws {
         guard EncodingPipeline.isWorthwhile(for: events.count) else {
             for event in events { try append(event) }

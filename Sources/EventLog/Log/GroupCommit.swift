@@ -56,6 +56,10 @@ extension EventStore {
     /// Appends `event` durably like `append(_:)`, but shares the commit with whatever other
     /// threads are appending through this method at the same moment (group commit). Returns
     /// once the event is committed; throws if it was refused or the commit failed.
+    ///
+    /// - Throws: What ``append(_:)`` throws. An event refused does not stop the others of its
+    ///   group; a commit that fails (an ``LMDBError``, or ``EventStoreError/readOnly``) fails
+    ///   every event of the group with the same error.
     @discardableResult
     public func appendGrouped(_ event: Event) throws -> EventRecord {
         try groupCommitter.append(event, to: self)

@@ -13,6 +13,7 @@ public struct KeyframePolicy: Sendable, Hashable {
     /// The fewest events between two keyframes.
     public var minimumEvents: UInt32
 
+    /// A policy of `ratio` and `minimumEvents`; a value below 1 is taken as 1.
     public init(ratio: UInt32 = 8, minimumEvents: UInt32 = 8) {
         self.ratio = max(1, ratio)
         self.minimumEvents = max(1, minimumEvents)

@@ -263,6 +263,9 @@ extension EventRecord {
     }
 
     /// Decodes stored bytes, checking their checksum against `seq`.
+    ///
+    /// - Throws: ``RecordDecodingError`` when the checksum does not match `seq` and the bytes,
+    ///   or the bytes are not a record.
     public init(storedBytes: UnsafeRawBufferPointer, seq: UInt64) throws(RecordDecodingError) {
         self = try RecordCodec.decode(storedBytes, seq: seq)
     }

@@ -73,6 +73,11 @@ extension EventStore {
     /// delivered once, none is skipped; records are read in short read transactions (at most
     /// `chunk` at a time), so a slow consumer never holds one open, and waiting blocks a thread
     /// of its own, not the caller's.
+    ///
+    /// - Parameters:
+    ///   - seq: The seq the stream starts after: 0 for the whole log, ``lastSeq()`` for new
+    ///     records only.
+    ///   - chunk: The most records one read transaction reads (at least 1).
     public func records(after seq: UInt64, chunk: Int = 1_024) -> RecordStream {
         RecordStream(store: self, after: seq, chunk: chunk)
     }
@@ -81,6 +86,14 @@ extension EventStore {
     /// the log, then new ones as they commit (from any process), until `body` returns `false`.
     /// Blocks the calling thread while it waits; `stop`, checked at every wake-up (at least
     /// every quarter second), ends it too.
+    ///
+    /// - Parameters:
+    ///   - seq: The seq to start after: 0 for the whole log.
+    ///   - chunk: The most records given to `body` at once, read in one read transaction.
+    ///   - stop: Checked before each read; `true` ends the call.
+    ///   - body: Takes a chunk of records, oldest first, and returns whether to go on.
+    /// - Throws: ``EventStoreError/corruptRecord(seq:reason:)`` at a record that fails its
+    ///   checksum or does not decode; whatever `body` throws; an ``LMDBError`` when a read fails.
     public func follow(after seq: UInt64, chunk: Int = 1_024, stop: () -> Bool = { false },
                        _ body: ([EventRecord]) throws -> Bool) throws {
         let signal = CommitSignal(dataFile: path + "/data.mdb")
@@ -110,16 +123,21 @@ extension EventStore {
 
 /// The `AsyncSequence` of `EventStore.records(after:)`.
 public struct RecordStream: AsyncSequence, Sendable {
+    /// One record per event, in seq order.
     public typealias Element = EventRecord
     let store: EventStore
     let after: UInt64
     let chunk: Int
 
+    /// A new iterator from the stream's starting seq; each iterator watches the data file
+    /// on its own.
     public func makeAsyncIterator() -> Iterator {
         Iterator(store: store, delivered: after, chunk: Swift.max(1, chunk),
                  signal: CommitSignal(dataFile: store.path + "/data.mdb"))
     }
 
+    /// Reads records a chunk at a time and waits for a commit when it has read them all. Use
+    /// it from one task at a time: its copies share one commit signal.
     public struct Iterator: AsyncIteratorProtocol {
         let store: EventStore
         var delivered: UInt64
@@ -129,6 +147,9 @@ public struct RecordStream: AsyncSequence, Sendable {
         var index = 0
 
         /// The next record, waiting for one to commit; `nil` once the task is cancelled.
+        ///
+        /// - Throws: ``EventStoreError/corruptRecord(seq:reason:)`` at a record that fails its
+        ///   checksum or does not decode; an ``LMDBError`` when a read fails.
         public mutating func next() async throws -> EventRecord? {
             while index == buffer.count {
                 if Task.isCancelled { return nil }

@@ -14,6 +14,17 @@ extension EventStore {
     /// whose writes match the state before it) into `target`, an empty log, with the same
     /// seqs, times and contents, `batch` events per transaction; returns what it copied and
     /// where it stopped. The target writes its own keyframes: damaged ones are not copied.
+    ///
+    /// - Parameters:
+    ///   - target: An empty, writable log (a non-empty one is a programmer error and traps).
+    ///   - batch: Events per write transaction of the target; at least 1.
+    ///   - progress: Called after each transaction with the target's newest seq.
+    /// - Returns: The seqs copied and the first event left behind. A record that is missing,
+    ///   fails its checksum or that the target refuses ends the copy and is reported here,
+    ///   not thrown.
+    /// - Throws: ``EventStoreError/readOnly`` when `target` is read-only; an ``LMDBError``
+    ///   when reading this log or writing the target fails; what the target's
+    ///   ``lastSeq()`` throws.
     public func salvage(into target: EventStore, batch: Int = 10_000, progress: ((UInt64) -> Void)? = nil) throws -> SalvageReport {
         precondition(batch > 0, "a batch holds at least one event")
         let targetIsEmpty = try target.lastSeq() == 0
@@ -41,6 +52,17 @@ extension EventStore {
     /// cannot be trusted to read: the records are read straight from the pages of the file
     /// that can still be read (`StorageCheck.forEachReadableEntry`), never through LMDB, and
     /// copied into `target` as `salvage(into:)` does, up to the first one missing or damaged.
+    ///
+    /// - Parameters:
+    ///   - path: The damaged log's directory, which holds `data.mdb`.
+    ///   - target: An empty, writable log.
+    ///   - batch: Events per write transaction of the target; at least 1.
+    ///   - progress: Called after each full batch with the newest seq read.
+    /// - Returns: As ``salvage(into:batch:progress:)``, with `lastSeq` the newest seq found in
+    ///   the pages that can be read.
+    /// - Throws: An error describing the damage when `data.mdb` is missing, has no intact meta
+    ///   page or cannot be read; ``EventStoreError/readOnly`` when `target` is read-only; an
+    ///   ``LMDBError`` when writing the target fails.
     public static func salvage(damagedLogAt path: String, into target: EventStore, batch: Int = 10_000,
                                progress: ((UInt64) -> Void)? = nil) throws -> SalvageReport {
         precondition(batch > 0, "a batch holds at least one event")

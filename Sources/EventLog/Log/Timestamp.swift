@@ -8,8 +8,10 @@ import Darwin
 
 /// A point in time with microsecond precision, shown in RFC 3339 (`2026-11-30T02:05:40.123456Z`).
 public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// Microseconds since 1970-01-01T00:00:00Z, negative before it.
     public var microsecondsSince1970: Int64
 
+    /// Any time, including those RFC 3339 cannot write (see ``isRFC3339``), which the log refuses.
     public init(microsecondsSince1970: Int64) { self.microsecondsSince1970 = microsecondsSince1970 }
 
     /// The wall clock now.
@@ -166,8 +168,11 @@ extension Int64 {
 
 /// The source of event times. Inject a fixed or stepping clock in tests.
 public struct EventClock: Sendable {
+    /// Reads the time; the store calls it once for each event it appends without a time,
+    /// possibly from a thread of its own (a large batch is encoded on a second thread).
     public let now: @Sendable () -> Timestamp
 
+    /// A clock that reads `now`.
     public init(now: @escaping @Sendable () -> Timestamp) { self.now = now }
 
     /// The system's wall clock.

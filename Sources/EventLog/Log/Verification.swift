@@ -1,14 +1,17 @@
 /// What `EventStore.verify` found.
 public struct VerificationReport: Sendable, Hashable {
+    /// A report of `problem` (`nil`: nothing wrong), with nothing counted.
     public init(problem: Problem? = nil) { self.problem = problem }
 
     /// The first thing wrong, at the seq where it was found.
     public struct Problem: Sendable, Hashable, CustomStringConvertible {
         /// The seq of the event concerned; 0 for the storage itself.
         public var seq: UInt64
+        /// What is wrong, in one line for people.
         public var reason: String
         public var description: String { seq == 0 ? reason : "seq \(seq): \(reason)" }
 
+        /// A problem found at `seq` (0 for the storage itself).
         public init(seq: UInt64, reason: String) {
             self.seq = seq
             self.reason = reason
@@ -22,6 +25,7 @@ public struct VerificationReport: Sendable, Hashable {
     /// `nil` when everything checked out.
     public var problem: Problem?
 
+    /// Whether everything checked out: `problem` is `nil`.
     public var isOK: Bool { problem == nil }
 }
 
@@ -31,6 +35,11 @@ extension EventStore {
     /// damaged one): both meta pages, every page of every tree, the free list
     /// (`StorageCheck.walk`). Returns the damage found, `nil` when there is none (or no LMDB
     /// file to walk). Run it before opening a store to verify it.
+    ///
+    /// - Parameter path: The log's directory, which holds `data.mdb`.
+    /// - Returns: The damage, at seq 0; `nil` when the file checks out or there is none.
+    /// - Throws: An ``LMDBError`` when LMDB cannot open the environment read-only or begin a
+    ///   read (damage that the walk finds is returned, not thrown).
     public static func verifyStorage(at path: String) throws -> VerificationReport.Problem? {
         do {
             // No file, or no LMDB file at all: nothing to walk; opening the store says which.
@@ -55,6 +64,10 @@ extension EventStore {
     /// the keyframe policy puts one, and nowhere else) and its equality with that fold.
     ///
     /// `progress` is called every 65,536 events with the number checked so far.
+    ///
+    /// - Returns: What was checked, and the first problem found, if any.
+    /// - Throws: An ``LMDBError`` when a read fails. Damage in the log is never thrown: it is
+    ///   the report's `problem`.
     public func verify(progress: ((UInt64) -> Void)? = nil) throws -> VerificationReport {
         try environment.read { txn in
             var report = VerificationReport()

@@ -14,6 +14,7 @@ public struct EventFilter: Sendable, Hashable {
     /// object that holds it).
     public var touching: StatePath?
 
+    /// A filter of the conditions given; with no arguments it keeps every event.
     public init(streams: Set<String>? = nil, types: Set<String>? = nil, outcomes: Set<String>? = nil,
                 hideNoOps: Bool = false, touching: StatePath? = nil) {
         self.streams = streams
@@ -26,6 +27,7 @@ public struct EventFilter: Sendable, Hashable {
     /// The outcome names `outcomes` may hold.
     public static let outcomeNames: Set<String> = ["applied", "skipped", "cancelled"]
 
+    /// Whether `event` meets every condition of the filter.
     public func keeps(_ event: Event) -> Bool {
         if let streams, !streams.contains(event.stream) { return false }
         if let types, !types.contains(event.type) { return false }
@@ -41,6 +43,10 @@ extension EventStore {
     /// `body` returns `false` to stop. With `filter.touching`, write sets are scanned first
     /// (decoding nothing else) and only the records that touch the path are decoded whole; each
     /// read transaction covers at most 4,096 events.
+    ///
+    /// - Throws: ``EventStoreError/corruptRecord(seq:reason:)`` at the first record that is
+    ///   missing, fails its checksum or does not decode; whatever `body` throws; an
+    ///   ``LMDBError`` when a read fails.
     public func forEachRecord(matching filter: EventFilter, from: UInt64 = 1, to: UInt64 = .max,
                               _ body: (EventRecord) throws -> Bool) throws {
         guard let touching = filter.touching else {

@@ -3,6 +3,10 @@ extension EventStore {
     /// under it, and its writes as seen from `path` (`Write.seen(from:)`), in order; `body`
     /// returns `false` to stop. Decodes write sets only, never whole records, in read
     /// transactions of at most 4,096 events, so that a long scan holds no snapshot open.
+    ///
+    /// - Throws: ``EventStoreError/corruptRecord(seq:reason:)`` at the first record that is
+    ///   missing, fails its checksum or whose writes do not decode; whatever `body` throws; an
+    ///   ``LMDBError`` when a read fails.
     public func forEachChange(of path: StatePath, from: UInt64 = 1, to: UInt64 = .max,
                               _ body: (_ seq: UInt64, _ writes: [Write]) throws -> Bool) throws {
         let end = Swift.min(to, try lastSeq())

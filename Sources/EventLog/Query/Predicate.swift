@@ -29,9 +29,14 @@ public struct StatePredicate: Sendable, CustomStringConvertible {
     }
 
     let root: Node
+    /// The text the predicate was parsed from, as given.
     public let description: String
 
     /// Parses `text`; errors name the 1-based column where parsing failed.
+    ///
+    /// - Throws: ``PredicateSyntaxError`` when `text` is not an expression of the language,
+    ///   or nests parentheses and `!` more than 100 levels deep, or joins more than 1,000
+    ///   `&&` and `||`.
     public init(parsing text: String) throws(PredicateSyntaxError) {
         var parser = PredicateParser(text: Array(text.unicodeScalars))
         root = try parser.parse()
@@ -115,7 +120,9 @@ public struct StatePredicate: Sendable, CustomStringConvertible {
 
 /// An expression that could not be parsed, with the 1-based column of the problem.
 public struct PredicateSyntaxError: Error, Hashable, CustomStringConvertible {
+    /// The 1-based column, counted in Unicode scalars, where parsing failed.
     public let column: Int
+    /// What was expected or wrong there.
     public let reason: String
     public var description: String { "column \(column): \(reason)" }
 }

@@ -12,6 +12,7 @@ public struct StateChanges: Sendable {
     /// or array); the writes after it are not attempted.
     public private(set) var failure: StateError?
 
+    /// Starts from `state` with no writes; `self[key]` reads and writes under `root`.
     public init(_ state: StateValue, under root: StatePath = .root) {
         self.state = state
         self.root = root

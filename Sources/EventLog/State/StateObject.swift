@@ -23,6 +23,7 @@ public struct StateObject: Sendable, Hashable, Sequence, ExpressibleByDictionary
 
     static let indexThreshold = 32
 
+    /// An empty object.
     public init() {}
 
     public init(dictionaryLiteral elements: (String, StateValue)...) {
@@ -39,7 +40,9 @@ public struct StateObject: Sendable, Hashable, Sequence, ExpressibleByDictionary
     public var keys: [String] { map(\.key) }
     /// The values, in the order of `keys`.
     public var values: [StateValue] { map(\.value) }
+    /// How many keys the object holds, in O(1).
     public var count: Int { isIndexed ? index.count : entries.count }
+    /// Whether the object holds no key, in O(1).
     public var isEmpty: Bool { count == 0 }
 
     private var isIndexed: Bool { entries.count > Self.indexThreshold }

@@ -11,14 +11,19 @@ public struct StatePath: Sendable, Hashable, CustomStringConvertible, Expressibl
         case index(Int)
     }
 
+    /// The steps from the root, outermost first; none for the root.
     public var components: [Component]
 
+    /// The path of `components`; none gives the root.
     public init(_ components: [Component] = []) { self.components = components }
 
     /// The root of the tree.
     public static let root = StatePath()
 
     /// Parses the text form; throws with the column of the first character that does not fit.
+    ///
+    /// - Throws: ``PathSyntaxError`` when `text` is not a path: a missing key or `.`, an
+    ///   unterminated bracket or quoted key, an index that is not a decimal `Int`.
     public init(parsing text: String) throws(PathSyntaxError) {
         var parser = PathParser(text: Array(text.unicodeScalars))
         self.init(try parser.parse())
@@ -29,6 +34,7 @@ public struct StatePath: Sendable, Hashable, CustomStringConvertible, Expressibl
         do { try self.init(parsing: value) } catch { preconditionFailure("invalid path literal \"\(value)\": \(error)") }
     }
 
+    /// Whether this is the root: no components.
     public var isRoot: Bool { components.isEmpty }
 
     /// This path extended by one key.
@@ -82,7 +88,9 @@ public struct StatePath: Sendable, Hashable, CustomStringConvertible, Expressibl
 
 /// A path that could not be parsed, with the 1-based column where it went wrong.
 public struct PathSyntaxError: Error, Hashable, CustomStringConvertible {
+    /// The 1-based column, counted in Unicode scalars, where parsing failed.
     public let column: Int
+    /// What was expected or wrong there.
     public let reason: String
     public var description: String { "column \(column): \(reason)" }
 }

@@ -173,6 +173,9 @@ extension StateValue {
     }
 
     /// Decodes `encoded` bytes; throws on anything malformed or left over.
+    ///
+    /// - Throws: ``RecordDecodingError`` when the bytes end early, hold an unknown tag or a
+    ///   malformed number, nest deeper than the decoders accept, or go on after the value.
     public init(encoded bytes: UnsafeRawBufferPointer) throws(RecordDecodingError) {
         var reader = BinaryReader(bytes)
         self = try reader.value()
@@ -192,6 +195,9 @@ extension StateValue {
 
     /// Decodes what `checkedEncoding(key:)` wrote under `key`; throws when the checksum or
     /// the encoding is wrong.
+    ///
+    /// - Throws: ``RecordDecodingError`` when the checksum does not match `key` and the
+    ///   bytes, or the encoding is malformed or followed by more bytes.
     public init(checkedEncoding bytes: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer) throws(RecordDecodingError) {
         var (reader, _) = try RecordCodec.verified(bytes, key: key)
         self = try reader.value()

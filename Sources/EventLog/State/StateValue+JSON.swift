@@ -74,12 +74,19 @@ extension StateValue {
     }
 
     /// Parses one JSON document. Throws with the line and column of the first error.
+    ///
+    /// - Throws: ``JSONSyntaxError`` as ``init(jsonUTF8:)`` does.
     public init(json text: String) throws(JSONSyntaxError) {
         try self.init(jsonUTF8: Array(text.utf8))
     }
 
     /// Parses one JSON document from its UTF-8 bytes; bytes that are not UTF-8 are an error,
     /// never replaced. Throws with the line and column of the first error.
+    ///
+    /// - Throws: ``JSONSyntaxError`` when `bytes` are not one JSON document (text after the
+    ///   value included), or hold what would not come back the same: bytes that are not UTF-8,
+    ///   integers beyond 64 bits, numbers beyond a double's range or too small for one, a
+    ///   repeated key, nesting deeper than twice ``StateLimits/maxDepth``.
     public init(jsonUTF8 bytes: [UInt8]) throws(JSONSyntaxError) {
         var parser = JSONParser(bytes: bytes)
         self = try parser.document()
@@ -114,8 +121,11 @@ enum QuotedString {
 
 /// JSON that could not be parsed, with the 1-based line and column of the problem.
 public struct JSONSyntaxError: Error, Hashable, CustomStringConvertible {
+    /// The 1-based line of the problem.
     public let line: Int
+    /// The 1-based column of the problem, counted in UTF-8 bytes.
     public let column: Int
+    /// What was expected or wrong there.
     public let reason: String
     public var description: String { "line \(line), column \(column): \(reason)" }
 }

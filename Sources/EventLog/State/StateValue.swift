@@ -27,10 +27,15 @@ public enum StateValue: Sendable, Hashable {
         }
     }
 
+    /// The string, when this is `.string`; otherwise `nil`.
     public var stringValue: String? { if case .string(let s) = self { s } else { nil } }
+    /// The integer, when this is `.int`; otherwise `nil` (a `.double` is never converted).
     public var intValue: Int64? { if case .int(let i) = self { i } else { nil } }
+    /// The boolean, when this is `.bool`; otherwise `nil`.
     public var boolValue: Bool? { if case .bool(let b) = self { b } else { nil } }
+    /// The elements, when this is `.array`; otherwise `nil`.
     public var arrayValue: [StateValue]? { if case .array(let a) = self { a } else { nil } }
+    /// The object, when this is `.object`; otherwise `nil`.
     public var objectValue: StateObject? { if case .object(let o) = self { o } else { nil } }
     /// A number as a `Double`, whether stored as integer or double.
     public var numberValue: Double? {

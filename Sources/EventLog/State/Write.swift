@@ -3,6 +3,7 @@
 /// An event's write set is a list of these; a structural diff between two states is one too,
 /// so applying the diff of `a` to `b` to `a` yields `b`.
 public struct Write: Sendable, Hashable {
+    /// Where in the state the write lands.
     public var path: StatePath
     /// The value before; `nil` when the path did not exist. (`Optional<…>` spelled out, here
     /// and below, so that there is no implicit `= nil` and `init` initialises without a copy.)
@@ -10,6 +11,8 @@ public struct Write: Sendable, Hashable {
     /// The value after; `nil` when the write removed the path.
     public var new: Optional<StateValue>
 
+    /// A write at `path` from `old` to `new`, as given: nothing is checked until it is
+    /// appended or applied.
     public init(_ path: StatePath, old: StateValue?, new: StateValue?) {
         self.path = path
         self.old = old
@@ -19,7 +22,9 @@ public struct Write: Sendable, Hashable {
 
 /// A write that does not fit the state it is applied to.
 public struct StateError: Error, Hashable, CustomStringConvertible {
+    /// The path of the write that did not fit.
     public let path: StatePath
+    /// Why it did not fit, such as `cannot write key "a" into a string`.
     public let reason: String
     public var description: String { "\(path.isRoot ? "(root)" : path.description): \(reason)" }
 }
@@ -44,6 +49,12 @@ extension StateValue {
     /// Puts `value` at `path` (`nil` removes it), creating missing objects on the way, and
     /// returns what was there. Throws, changing nothing, when the path crosses a value that is
     /// not an object or array.
+    ///
+    /// - Returns: The value that was at `path`; `nil` when there was none.
+    /// - Throws: ``StateError`` when the path crosses a value that is not an object (for a
+    ///   key) or an array (for an index), when an index is outside the array (one past its end
+    ///   is allowed only as the last component, to append a value), or when `value` is `nil`
+    ///   and `path` is the root.
     @discardableResult
     public mutating func set(_ value: StateValue?, at path: StatePath) throws(StateError) -> StateValue? {
         var createdAt: Int?
@@ -68,11 +79,16 @@ extension StateValue {
     }
 
     /// Applies one write. Its old value is not checked; see `EventStore` for that guarantee.
+    ///
+    /// - Throws: ``StateError`` as ``set(_:at:)`` does, changing nothing.
     public mutating func apply(_ write: Write) throws(StateError) {
         _ = try set(write.new, at: write.path)
     }
 
     /// Applies writes in order.
+    ///
+    /// - Throws: ``StateError`` at the first write that does not fit, as ``set(_:at:)`` does;
+    ///   the writes before it stay applied.
     public mutating func apply(_ writes: [Write]) throws(StateError) {
         for write in writes { _ = try set(write.new, at: write.path) }
     }

@@ -14,6 +14,7 @@ public struct LMDBError: Error, Hashable, CustomStringConvertible {
     /// The C result code: one of the `MDB_*` codes or an `errno` value.
     public let code: Int32
 
+    /// The error of result `code`: an `MDB_*` code or an `errno` value.
     public init(code: Int32) { self.code = code }
 
     /// `mdb_strerror(code)`: LMDB's own text, or the system's for `errno` values.

@@ -3,6 +3,8 @@
 public struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
+    /// A generator whose numbers are fixed by `seed`: the same seed gives the same sequence on
+    /// every platform and in every run.
     public init(seed: UInt64) { state = seed }
 
     public mutating func next() -> UInt64 {
