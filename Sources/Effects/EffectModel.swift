@@ -3,6 +3,7 @@ import EventLog
 /// An app's effects: how each one reads the state and what it would write. Pure: no clocks,
 /// no I/O, no hand-written no-op checks (the engine compares old and new values itself).
 public protocol EffectModel: Sendable {
+    /// The app's effects, each with a name and arguments that go into its event.
     associatedtype Effect: NamedEffect
 
     /// The stream of the app's effect events, and the key its properties live under.

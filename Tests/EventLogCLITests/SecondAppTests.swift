@@ -22,14 +22,43 @@ import Testing
     }
 
     /// The app: the counter recomputed, faulty when asked for `double-step`; `todo` is known
-    /// (as inputs) only when `knowsTodo`.
+    /// (as inputs) only when `knowsTodo`; and two commands of its own.
     func app(knowsTodo: Bool) -> EventLogApp {
-        EventLogApp(name: "counter-log", variants: [("double-step", "increments by two")]) { variant in
+        var app = EventLogApp(name: "counter-log", variants: [("double-step", "increments by two")]) { variant in
             var code = Projections()
             code.recompute(["counter"], with: CounterCode(step: variant == "double-step" ? 2 : 1))
             if knowsTodo { code.takeAsRecorded(["todo"]) }
             return code
         }
+        app.commands = [Self.increment, Self.show]
+        return app
+    }
+
+    /// `increment [--times N] [--expect N]`: appends `increment` events, each written as today's
+    /// code computes it; `--expect` writes from a stale value, which the log refuses.
+    static let increment = CommandSpec(
+        name: "increment", summary: "Add one to the counter, N times.",
+        options: [.init(name: "times", value: "N", help: "How many increments (default 1)."),
+                  .init(name: "expect", value: "N", help: "The value the counter should hold now.")],
+        writes: true
+    ) { arguments, context in
+        let times = try arguments.count("times") ?? 1
+        let store = try context.openStore(writable: true)
+        try store.transact { batch in
+            for _ in 0..<times {
+                let old = try arguments.seq("expect").map { StateValue.int(Int64($0)) } ?? batch.state["counter.value"]
+                try batch.append(Event(stream: "counter", type: "increment", origin: "cli",
+                                       writes: [Write("counter.value", old: old, new: .int((old?.intValue ?? 0) + 1))]))
+            }
+        }
+        return .ok
+    }
+
+    /// `count`: prints the counter, or `{"value": N}` with `--json`.
+    static let show = CommandSpec(name: "count", summary: "Print the counter.") { _, context in
+        let value = try context.openStore().currentState["counter.value"] ?? 0
+        if context.json { context.printJSON(["value": value]) } else { context.console.line(value.json()) }
+        return .ok
     }
 
     /// A log recorded by the correct counter: a `set`, 20 increments, and to-do items between.
@@ -85,5 +114,38 @@ import Testing
         #expect(bisect.out.hasPrefix("first bad event: 2 "), "\(bisect.out)")
         let unknownVariant = run(["replay", "--regression", "nope", "--db", db], app: app(knowsTodo: true))
         #expect(unknownVariant.code == 2 && unknownVariant.err.hasPrefix("Error: unknown regression \"nope\" (expected double-step)"))
+    }
+
+    @Test func theAppsOwnCommandsRunBesideTheEnginesAndFailAsTheyDo() throws {
+        let db = try record()
+        let counter = app(knowsTodo: true)
+        let help = run(["--help"], app: counter)
+        #expect(help.code == 0 && help.out.contains("USAGE: counter-log <command>") && help.out.contains("  increment "), "\(help.out)")
+        #expect(run(["increment", "--help"], app: counter).out.contains("USAGE: counter-log increment [--times N] [--expect N] [--db PATH] [--json]"))
+        #expect(run(["increment", "--times", "3", "--db", db], app: counter).code == 0)
+        #expect(run(["count", "--db", db], app: counter).out == "28\n")
+        #expect(run(["count", "--json", "--db", db], app: counter).out == "{\"value\":28}\n")
+        // What the command appended is what today's code computes.
+        #expect(run(["replay", "--verify", "--db", db], app: counter).code == 0)
+
+        // Bad usage is refused before the command runs, with the app's usage line.
+        let bad = run(["increment", "--times", "0", "--db", db], app: counter)
+        #expect(bad.code == 2)
+        #expect(bad.err == "Error: --times must be a positive whole number, not \"0\"\n"
+            + "Usage: counter-log increment [--times N] [--expect N] [--db PATH] [--json]\n")
+        // The engine's errors thrown by the app's command are reported as the engine's commands report them.
+        let stale = run(["increment", "--expect", "3", "--db", db], app: counter)
+        #expect(stale.code == 2 && stale.err.hasPrefix("Error: ") && stale.err.contains("counter.value"), "\(stale.err)")
+        #expect(run(["count", "--db", db], app: counter).out == "28\n")
+        // A writing command that fails leaves no database it created.
+        let fresh = dir.file("fresh.lmdb")
+        #expect(run(["increment", "--expect", "3", "--db", fresh], app: counter).code == 2)
+        #expect(!FileManager.default.fileExists(atPath: fresh))
+
+        // A command named like one of the engine's is refused, whatever is asked.
+        var clashing = counter
+        clashing.commands.append(CommandSpec(name: "log", summary: "Not the log.") { _, _ in .ok })
+        let clash = run(["count", "--db", db], app: clashing)
+        #expect(clash.code == 3 && clash.err == "Error: counter-log declares the command 'log' twice\n", "\(clash.err)")
     }
 }

@@ -5,9 +5,9 @@
 ///
 /// An app adds its own with ``EventLogApp/commands``:
 ///
-///     let count = CommandSpec(name: "count", summary: "Print the counter.") { _, context in
-///         let store = try context.openStore()
-///         context.console.line("\(try store.state(at: "counter.value") ?? 0)")
+///     let show = CommandSpec(name: "count", summary: "Print the counter.") { _, context in
+///         let value = try context.openStore().currentState["counter.value"]
+///         context.console.line(value?.json() ?? "0")
 ///         return .ok
 ///     }
 public struct CommandSpec: Sendable {
