@@ -44,6 +44,23 @@ import Testing
         #expect(seqs == [18, 19])
     }
 
+    /// A clock past year 9999 gives times RFC 3339 cannot write: refused for one event and for a
+    /// batch large enough to be encoded on the second thread alike, and nothing is appended.
+    @Test func timesRFC3339CannotWriteAreRefusedWhateverTheBatchSize() throws {
+        let dir = TemporaryDirectory()
+        let late = Timestamp(microsecondsSince1970: 253_402_300_800_000_000) // 10000-01-01
+        var options = EventStore.Options.testing()
+        options.clock = EventClock { late }
+        let store = try EventStore(path: dir.path, options: options)
+        for count in [1, EncodingPipeline.minimumEvents * 3] {
+            let events = (0..<count).map { Event(stream: "s", type: "e\($0)") }
+            #expect(throws: EventStoreError.limitExceeded("time 253402300800000000 µs since 1970 is outside years 0000 to 9999")) {
+                try store.append(contentsOf: events)
+            }
+        }
+        #expect(try store.lastSeq() == 0)
+    }
+
     @Test func timesComeFromTheInjectedClock() throws {
         let dir = TemporaryDirectory()
         let store = try EventStore(path: dir.path, options: .testing())
@@ -229,6 +246,58 @@ import Testing
         let report = try store.verify()
         #expect(report.problem == .init(seq: 6, reason: "write to n expects 99 but the state holds 5"))
         #expect(report.eventsChecked == 5)
+    }
+
+    /// A key that is not an 8-byte seq, first or last in the log, is damage, reported as the
+    /// store's own error, not a decoding error of its internals.
+    @Test func aMalformedFirstOrLastKeyIsDamage() throws {
+        for (key, which) in [([UInt8](repeating: 0, count: 3), "oldest"), ([UInt8](repeating: 0xFF, count: 9), "newest")] {
+            let dir = TemporaryDirectory()
+            let store = try EventStore(path: dir.path, options: .testing())
+            try store.append(contentsOf: (1...3).map { _ in Event(stream: "s", type: "e") })
+            try store.environment.write { txn in try key.withUnsafeBytes { key in try [UInt8(1)].withUnsafeBytes { try txn.put(store.events, key: key, value: $0) } } }
+            let expected = EventStoreError.damaged("the \(which) event's key: key of \(key.count) bytes, expected 8")
+            #expect(throws: expected) { try store.firstSeq() == nil || store.lastSeq() == 0 }
+            // Salvage copies what comes before a bad newest key, and says where it stopped.
+            if which == "newest" {
+                let copy = try EventStore(path: dir.file("copy"), options: .testing())
+                let report = try store.salvage(into: copy)
+                #expect(report == SalvageReport(copied: 1...3, firstLeftBehind: .init(seq: 4, reason: "key of 9 bytes, expected 8"), lastSeq: 4))
+            }
+        }
+    }
+
+    /// Ranges past either end are clamped alike by every search: a `to` past the newest event,
+    /// a `from` of 0.
+    @Test func searchesClampTheirRangesToTheLog() throws {
+        let dir = TemporaryDirectory()
+        let store = try EventStore(path: dir.path, options: .testing())
+        try store.append(contentsOf: (1...10).map { i in Event(stream: "s", type: "e", writes: [Write("n", old: i == 1 ? nil : .int(Int64(i - 1)), new: .int(Int64(i)))]) })
+        let predicate = try StatePredicate(parsing: "n >= 7")
+        for linear in [false, true] {
+            #expect(try store.firstEvent(where: predicate, to: 1_000, linear: linear).firstBad == 7)
+            #expect(try store.firstEvent(where: try StatePredicate(parsing: "n > 10"), to: 1_000, linear: linear).firstBad == nil)
+        }
+        let other = try EventStore(path: dir.file("other"), options: .testing())
+        try other.append(contentsOf: (1...3).map { i in Event(stream: "s", type: "e", writes: [Write("n", old: i == 1 ? nil : .int(Int64(i - 1)), new: .int(Int64(i)))]) })
+        #expect(try store.firstDifference(from: other, from: 0)?.seq == 4)
+        #expect(try store.firstDifference(from: other, from: 0, to: 3) == nil)
+    }
+
+    /// Only an applied event writes: a skipped or cancelled one with writes is refused, alone
+    /// or in a batch large enough for the second thread, and the state stays as it was.
+    @Test func eventsThatAreNotAppliedCannotWrite() throws {
+        let dir = TemporaryDirectory()
+        let store = try EventStore(path: dir.path, options: .testing())
+        for outcome in [Outcome.skipped(reason: "guard"), .cancelled] {
+            let bad = Event(stream: "s", type: "e", outcome: outcome, writes: [Write("n", old: nil, new: 1)])
+            let expected = EventStoreError.invalidWrite(StateError(path: "n", reason: "a \(outcome.name) event writes nothing"))
+            #expect(throws: expected) { try store.append(bad) }
+            let batch = Array(repeating: Event(stream: "s", type: "e", outcome: outcome), count: EncodingPipeline.minimumEvents) + [bad]
+            #expect(throws: expected) { try store.append(contentsOf: batch) }
+        }
+        #expect(try store.lastSeq() == 0)
+        #expect(try store.currentState == .emptyObject)
     }
 
     @Test func verifyFindsAMissingKeyframe() throws {

@@ -191,6 +191,9 @@ import Testing
         (#"{"stream":"s","type":"x","writes":[{"path":"a..b"}]}"#, "write path \"a..b\": column 3: expected a key"),
         (#"{"stream":"s","type":"x","time":"noon"}"#, "\"time\" is not RFC 3339: noon"),
         (#"[1]"#, "event must be a JSON object, not array"),
+        (#"{"stream":"s","type":"x","cause":{"id":"p","step":"3"}}"#, "cause step must be a whole number, 0 or more"),
+        (#"{"stream":"s","type":"x","cause":{"id":"p","step":3.5}}"#, "cause step must be a whole number, 0 or more"),
+        (#"{"stream":"s","type":"x","cause":{"id":"p","step":-1}}"#, "cause step must be a whole number, 0 or more"),
     ])
     func importRejectsBadRecordsWithAReason(_ json: String, _ message: String) throws {
         do {

@@ -133,25 +133,28 @@ struct HostileEvents {
 
     mutating func next() -> (Event, Timestamp) {
         count += 1
+        let outcome: Outcome = switch Int.random(in: 0..<3, using: &rng) {
+        case 0: .skipped(reason: string(maxLength: 30))
+        case 1: .cancelled
+        default: .applied
+        }
+        // Only an applied event writes.
         var writes: [Write] = []
-        let path = StatePath([.key("e\(count)"), .key(string(maxLength: 6))])
-        let depthLeft = StateLimits.maxDepth - path.components.count
-        writes.append(Write(path, old: nil, new: value(depthLeft: Int.random(in: 0..<8, using: &rng) == 0 ? depthLeft : 4)))
-        if let earlier = writtenPaths.randomElement(using: &rng), Bool.random(using: &rng) {
-            // Overwrite or remove something written before, as the state holds it.
-            let old = stateAfter(writes)[earlier]
-            writes.append(Write(earlier, old: old, new: Bool.random(using: &rng) ? nil : value(depthLeft: 3)))
+        if outcome == .applied {
+            let path = StatePath([.key("e\(count)"), .key(string(maxLength: 6))])
+            let depthLeft = StateLimits.maxDepth - path.components.count
+            writes.append(Write(path, old: nil, new: value(depthLeft: Int.random(in: 0..<8, using: &rng) == 0 ? depthLeft : 4)))
+            if let earlier = writtenPaths.randomElement(using: &rng), Bool.random(using: &rng) {
+                // Overwrite or remove something written before, as the state holds it.
+                let old = stateAfter(writes)[earlier]
+                writes.append(Write(earlier, old: old, new: Bool.random(using: &rng) ? nil : value(depthLeft: 3)))
+            }
+            try! state.apply(writes)
+            for write in writes where !writtenPaths.contains(write.path) { writtenPaths.append(write.path) }
         }
-        try! state.apply(writes)
-        for write in writes where !writtenPaths.contains(write.path) { writtenPaths.append(write.path) }
         var event = Event(stream: string(minLength: 1, maxLength: 8), type: string(minLength: 1, maxLength: 8),
-                          origin: origin(), payload: value(depthLeft: 6), writes: writes)
+                          origin: origin(), outcome: outcome, payload: value(depthLeft: 6), writes: writes)
         if Bool.random(using: &rng) { event.cause = Cause(id: string(maxLength: 10), step: Int.random(in: 0...1_000, using: &rng), source: string(maxLength: 20)) }
-        switch Int.random(in: 0..<3, using: &rng) {
-        case 0: event.outcome = .skipped(reason: string(maxLength: 30))
-        case 1: event.outcome = .cancelled
-        default: break
-        }
         let range = Timestamp.rfc3339Range
         let time = [range.lowerBound, range.upperBound, Int64.random(in: range, using: &rng)].randomElement(using: &rng)!
         return (event, Timestamp(microsecondsSince1970: time))

@@ -163,17 +163,16 @@ extension EventStore {
     /// - Parameters:
     ///   - predicate: What "bad" means: the first event after which it holds is the answer.
     ///   - from: The first event considered.
-    ///   - to: The last event considered; `nil` for the newest.
+    ///   - to: The last event considered, clamped to the newest; `nil` for the newest.
     ///   - linear: Scan every event instead of searching first.
     /// - Returns: The first event after which `predicate` holds (`firstBad`), or `nil` there
     ///   when it holds after none, and how many events were probed.
-    /// - Throws: ``EventStoreError/noSuchEvent(seq:last:)`` when the binary search probes past
-    ///   the newest event (a `to` beyond it); ``EventStoreError/corruptRecord(seq:reason:)`` at
-    ///   a record that is missing, fails its checksum or does not decode;
+    /// - Throws: ``EventStoreError/corruptRecord(seq:reason:)`` at a record that is missing, fails its checksum or does not decode;
     ///   ``EventStoreError/invalidWrite(_:)`` when a write does not fit the state; an
     ///   ``LMDBError`` when a read fails.
     public func firstEvent(where predicate: StatePredicate, from: UInt64 = 1, to: UInt64? = nil, linear: Bool = false) throws -> BisectResult {
-        let last = try to ?? lastSeq()
+        let newest = try lastSeq()
+        let last = min(to ?? newest, newest)
         guard from <= last else { return BisectResult(firstBad: nil, probes: 0) }
         var probes = 0
         if !linear {

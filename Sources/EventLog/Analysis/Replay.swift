@@ -166,8 +166,8 @@ extension EventStore {
     ///
     /// - Parameters:
     ///   - other: The log to compare with; it is only read.
-    ///   - from: The first event compared, at least 1; the states before it are compared first
-    ///     (a difference there is reported at `from - 1`).
+    ///   - from: The first event compared (0 is taken as 1); the states before it are compared
+    ///     first (a difference there is reported at `from - 1`).
     ///   - to: The last event compared, clamped to the longer log.
     /// - Returns: The seq after which the states first differ, and the writes that turn this
     ///   log's state there into `other`'s; `nil` when they agree.
@@ -176,6 +176,7 @@ extension EventStore {
     ///   ``EventStoreError/invalidWrite(_:)`` when a write does not fit its state; an
     ///   ``LMDBError`` when a read fails.
     public func firstDifference(from other: EventStore, from: UInt64 = 1, to: UInt64 = .max) throws -> (seq: UInt64, diff: [Write])? {
+        let from = max(from, 1)
         let mine = try lastSeq()
         let theirs = try other.lastSeq()
         let end = min(to, max(mine, theirs))

@@ -112,9 +112,11 @@ public struct ImportedEvent: Sendable, Hashable {
             let fields = try RecordFormatError.object(cause, "cause")
             try RecordFormatError.onlyKeys(fields, ["id", "step", "source"], in: "cause")
             guard let id = fields["id"]?.stringValue else { throw RecordFormatError("cause needs a string \"id\"") }
-            let step = fields["step"]?.intValue ?? 0
-            guard step >= 0 else { throw RecordFormatError("cause step must not be negative") }
-            event.cause = Cause(id: id, step: Int(step), source: fields["source"]?.stringValue ?? "")
+            let step = try fields["step"].map { (value) throws(RecordFormatError) -> Int in
+                guard let step = value.intValue.flatMap(Int.init(exactly:)), step >= 0 else { throw RecordFormatError("cause step must be a whole number, 0 or more") }
+                return step
+            } ?? 0
+            event.cause = Cause(id: id, step: step, source: fields["source"]?.stringValue ?? "")
         }
         if let writes = object["writes"] {
             guard let list = writes.arrayValue else { throw RecordFormatError("\"writes\" must be an array") }

@@ -328,7 +328,7 @@ public final class EventStore: @unchecked Sendable {
 
     /// The sequence number of the newest event; 0 when the log is empty.
     ///
-    /// - Throws: ``RecordDecodingError`` when the newest key is not an 8-byte seq; an
+    /// - Throws: ``EventStoreError/damaged(_:)`` when the newest key is not an 8-byte seq; an
     ///   ``LMDBError`` when the read fails.
     public func lastSeq() throws -> UInt64 {
         try environment.read { try lastSeq(in: $0) }
@@ -336,12 +336,17 @@ public final class EventStore: @unchecked Sendable {
 
     /// The sequence number of the oldest event; `nil` when the log is empty.
     ///
-    /// - Throws: ``RecordDecodingError`` when the oldest key is not an 8-byte seq; an
+    /// - Throws: ``EventStoreError/damaged(_:)`` when the oldest key is not an 8-byte seq; an
     ///   ``LMDBError`` when the read fails.
     public func firstSeq() throws -> UInt64? {
         try environment.read { txn in
-            try txn.withCursor(events) { cursor in try cursor.first().map { try RecordCodec.seq(fromKey: $0.key) } }
+            try txn.withCursor(events) { cursor in try cursor.first().map { try Self.seq(ofKey: $0.key, "oldest") } }
         }
+    }
+
+    /// The seq the key of the oldest or newest record names; any other key is damage.
+    private static func seq(ofKey key: UnsafeRawBufferPointer, _ which: String) throws(EventStoreError) -> UInt64 {
+        do { return try RecordCodec.seq(fromKey: key) } catch { throw .damaged("the \(which) event's key: \(error.reason)") }
     }
 
     /// The number of keyframes stored.
@@ -408,7 +413,7 @@ public final class EventStore: @unchecked Sendable {
     }
 
     func lastSeq(in txn: borrowing Transaction) throws -> UInt64 {
-        try txn.withCursor(events) { cursor in try cursor.last().map { try RecordCodec.seq(fromKey: $0.key) } ?? 0 }
+        try txn.withCursor(events) { cursor in try cursor.last().map { try Self.seq(ofKey: $0.key, "newest") } ?? 0 }
     }
 
     func state(after seq: UInt64, in txn: borrowing Transaction) throws -> StateValue {
@@ -580,19 +585,19 @@ public struct AppendBatch: ~Copyable {
     /// - Throws: ``EventStoreError/limitExceeded(_:)`` when the time is outside years 0000 to
     ///   9999, or the event nests deeper than ``StateLimits/maxDepth``, takes more than
     ///   ``StateLimits/maxRecordBytes`` or holds an infinite or NaN number;
-    ///   ``EventStoreError/invalidWrite(_:)`` when a write does not fit the state;
-    ///   ``EventStoreError/staleWrite(path:expected:actual:)`` when a write's old value is not
-    ///   what the state holds. After any of these the batch is as it was before the call. An
+    ///   ``EventStoreError/invalidWrite(_:)`` when a write does not fit the state, or the event
+    ///   is not applied yet writes; ``EventStoreError/staleWrite(path:expected:actual:)`` when
+    ///   a write's old value is not what the state holds. After any of these the batch is as it
+    ///   was before the call. An
     ///   ``LMDBError`` when the record cannot be stored.
     @discardableResult
     public mutating func append(_ event: consuming Event, time: Timestamp? = nil) throws -> EventRecord {
         let seq = tip.seq + 1
         let time = time ?? store.clock.now()
-        guard time.isRFC3339 else { throw EventStoreError.limitExceeded("time \(time.microsecondsSince1970) µs since 1970 is outside years 0000 to 9999") }
         writer.reset()
         let encoded = RecordCodec.encode(event, seq: seq, time: time, into: &writer)
         if let error = encoded.limitExceeded(recordBytes: writer.count) { throw error }
-        try apply(event.writes)
+        try apply(Self.writes(of: event))
         try writer.withUnsafeBytes { try put($0, seq: seq) }
         try advance(recordBytes: writer.count, stateDelta: encoded.stateDelta)
         return EventRecord(seq: seq, time: time, event: event, checksum: encoded.checksum)
@@ -611,7 +616,7 @@ public struct AppendBatch: ~Copyable {
         }
         try EncodingPipeline.encode(events, firstSeq: tip.seq + 1, clock: store.clock) { index, record, encoded in
             if let error = encoded.limitExceeded(recordBytes: record.count) { throw error }
-            try apply(events[index].writes)
+            try apply(Self.writes(of: events[index]))
             try put(record, seq: tip.seq + 1)
             try advance(recordBytes: record.count, stateDelta: encoded.stateDelta)
         }
@@ -632,6 +637,13 @@ public struct AppendBatch: ~Copyable {
         try put(bytes, seq: seq)
         try advance(recordBytes: bytes.count, stateDelta: stateDelta)
         return record
+    }
+
+    /// The writes of `event` to apply: only an applied event writes.
+    private static func writes(of event: borrowing Event) throws(EventStoreError) -> [Write] {
+        if case .applied = event.outcome { return event.writes }
+        guard let first = event.writes.first else { return [] }
+        throw .invalidWrite(StateError(path: first.path, reason: "a \(event.outcome.name) event writes nothing"))
     }
 
     /// Applies `writes` to the state, checking the value each replaces; on a mismatch it

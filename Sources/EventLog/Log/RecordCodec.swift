@@ -30,9 +30,14 @@ enum RecordCodec {
         var nesting = 0
         /// Whether a payload or a write's value holds an infinity or a NaN, which JSON cannot.
         var hasNonFiniteNumber = false
+        /// The record's time, which must be one RFC 3339 can write.
+        var time: Timestamp
 
         /// Why a record of `bytes` bytes with these properties breaks `StateLimits`, if it does.
         func limitExceeded(recordBytes bytes: Int) -> EventStoreError? {
+            if !time.isRFC3339 {
+                return .limitExceeded("time \(time.microsecondsSince1970) µs since 1970 is outside years 0000 to 9999")
+            }
             if nesting > StateLimits.maxDepth {
                 return .limitExceeded("the event nests \(nesting) levels deep; the limit is \(StateLimits.maxDepth)")
             }
@@ -89,7 +94,7 @@ enum RecordCodec {
             stateDelta += KeyframeProgress.sizeChange(write.path, oldSize: oldSize, newSize: newSize)
         }
         let checksum = withKey(seq) { writer.appendChecksum(from: start, prefix: $0) }
-        return Encoded(checksum: checksum, stateDelta: stateDelta, nesting: nesting, hasNonFiniteNumber: writer.sawNonFiniteNumber)
+        return Encoded(checksum: checksum, stateDelta: stateDelta, nesting: nesting, hasNonFiniteNumber: writer.sawNonFiniteNumber, time: time)
     }
 
     /// Checks the trailing checksum and returns a reader over the body and the checksum.

@@ -23,13 +23,18 @@ extension EventStore {
     ///   fails its checksum or that the target refuses ends the copy and is reported here,
     ///   not thrown.
     /// - Throws: ``EventStoreError/readOnly`` when `target` is read-only; an ``LMDBError``
-    ///   when reading this log or writing the target fails; what the target's
-    ///   ``lastSeq()`` throws.
+    ///   when reading this log or writing the target fails; what this log's and the target's
+    ///   ``lastSeq()`` throw, but this log's ``EventStoreError/damaged(_:)`` (a newest key
+    ///   that is not a seq), which ends the copy there instead.
     public func salvage(into target: EventStore, batch: Int = 10_000, progress: ((UInt64) -> Void)? = nil) throws -> SalvageReport {
         precondition(batch > 0, "a batch holds at least one event")
         let targetIsEmpty = try target.lastSeq() == 0
         precondition(targetIsEmpty, "salvage copies into an empty log")
-        let last = (try? lastSeq()) ?? 0
+        // A newest key that cannot be read still leaves the records before it to copy; the copy
+        // then stops at it, and it is the newest seq reported.
+        let newest: UInt64?
+        do { newest = try lastSeq() } catch EventStoreError.damaged { newest = nil }
+        let last = newest ?? .max
         var report = SalvageReport(copied: nil, firstLeftBehind: nil, lastSeq: last)
         var next: UInt64 = 1
         while next <= last && report.firstLeftBehind == nil {
@@ -45,6 +50,7 @@ extension EventStore {
                 report.firstLeftBehind = .init(seq: next, reason: "missing")
             }
         }
+        if newest == nil { report.lastSeq = report.firstLeftBehind?.seq ?? next - 1 }
         return report
     }
 
@@ -60,7 +66,7 @@ extension EventStore {
     ///   - progress: Called after each full batch with the newest seq read.
     /// - Returns: As ``salvage(into:batch:progress:)``, with `lastSeq` the newest seq found in
     ///   the pages that can be read.
-    /// - Throws: An error describing the damage when `data.mdb` is missing, has no intact meta
+    /// - Throws: ``EventStoreError/damaged(_:)`` when `data.mdb` is missing, has no intact meta
     ///   page or cannot be read; ``EventStoreError/readOnly`` when `target` is read-only; an
     ///   ``LMDBError`` when writing the target fails.
     public static func salvage(damagedLogAt path: String, into target: EventStore, batch: Int = 10_000,
@@ -69,28 +75,32 @@ extension EventStore {
         var report = SalvageReport(copied: nil, firstLeftBehind: nil, lastSeq: 0)
         var records: [EventRecord] = []
         var expected: UInt64 = 1
-        try StorageCheck.forEachReadableEntry(path: path + "/data.mdb", database: "events") { key, value in
-            guard let seq = try? key.withUnsafeBytes({ try RecordCodec.seq(fromKey: $0) }) else { return true }
-            report.lastSeq = max(report.lastSeq, seq)
-            // Past the first event left behind, only the newest seq is still of interest.
-            guard report.firstLeftBehind == nil else { return true }
-            guard seq == expected else {
-                report.firstLeftBehind = .init(seq: expected, reason: "missing: the page that held it is damaged")
+        do {
+            try StorageCheck.forEachReadableEntry(path: path + "/data.mdb", database: "events") { key, value in
+                guard let seq = try? key.withUnsafeBytes({ try RecordCodec.seq(fromKey: $0) }) else { return true }
+                report.lastSeq = max(report.lastSeq, seq)
+                // Past the first event left behind, only the newest seq is still of interest.
+                guard report.firstLeftBehind == nil else { return true }
+                guard seq == expected else {
+                    report.firstLeftBehind = .init(seq: expected, reason: "missing: the page that held it is damaged")
+                    return true
+                }
+                do {
+                    records.append(try value.withUnsafeBytes { bytes throws(RecordDecodingError) in try RecordCodec.decode(bytes, seq: seq) })
+                } catch {
+                    report.firstLeftBehind = .init(seq: seq, reason: "\(error)")
+                    return true
+                }
+                expected += 1
+                if records.count == batch {
+                    _ = try copy(records, into: target, report: &report)
+                    records.removeAll(keepingCapacity: true)
+                    progress?(expected - 1)
+                }
                 return true
             }
-            do {
-                records.append(try value.withUnsafeBytes { bytes throws(RecordDecodingError) in try RecordCodec.decode(bytes, seq: seq) })
-            } catch {
-                report.firstLeftBehind = .init(seq: seq, reason: "\(error)")
-                return true
-            }
-            expected += 1
-            if records.count == batch {
-                _ = try copy(records, into: target, report: &report)
-                records.removeAll(keepingCapacity: true)
-                progress?(expected - 1)
-            }
-            return true
+        } catch let damage as StorageCheck.Damage {
+            throw EventStoreError.damaged(damage.description)
         }
         _ = try copy(records, into: target, report: &report)
         return report
