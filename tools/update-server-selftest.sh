@@ -200,6 +200,13 @@ expect "asset: 300 kB image hashes to its key" "$(b64key "$WORK/png.body")" "$PN
 expect "asset: a 42-character key -> 400" "$(status "$URL/assets/${HTML1:0:42}")" 400
 expect "asset: a key with '=' -> 400" "$(status "$URL/assets/${HTML1:0:42}=")" 400
 expect "asset: KEY.type -> 400" "$(status "$URL/assets/$HTML1.type")" 400
+# The publisher names an asset KEY.EXT when its type has an extension: the same bytes as two types.
+cp "$WORK/index1.html" "$DIR/assets/$HTML1.txt"; echo text/plain > "$DIR/assets/$HTML1.txt.type"
+fetch typed "$URL/assets/$HTML1.txt"
+expect "asset: KEY.txt -> 200" "$(code typed)" 200
+expect "asset: KEY.txt has its own content-type" "$(hval typed content-type)" text/plain
+expect "asset: KEY.TXT -> 400" "$(status "$URL/assets/$HTML1.TXT")" 400
+expect "asset: KEY.txt.type -> 400" "$(status "$URL/assets/$HTML1.txt.type")" 400
 expect "asset: unknown well-formed key -> 404" "$(status "$URL/assets/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")" 404
 expect "asset: /assets/..%2F..%2Fetc%2Fpasswd -> 400" "$(status "$URL/assets/..%2F..%2Fetc%2Fpasswd")" 400
 expect "asset: /assets/../x (--path-as-is) -> 400" "$(status --path-as-is "$URL/assets/../x")" 400

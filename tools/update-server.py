@@ -31,7 +31,9 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-ASSET_KEY = re.compile(r"[A-Za-z0-9_-]{43}")
+# An asset's SHA-256 in base64url, then maybe its type's extension (never "type": KEY.type is
+# the file that holds the asset's content type, not an asset).
+ASSET_KEY = re.compile(r"[A-Za-z0-9_-]{43}(\.(?!type$)[a-z0-9]{1,8})?")
 UPDATE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")
 CONTENT_TYPE = re.compile(r"[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+(\s*;\s*[A-Za-z0-9!#$&^_.+-]+=(\"[^\"\r\n]*\"|[A-Za-z0-9!#$&^_.+-]+))*")
 HOST = re.compile(r"[A-Za-z0-9.-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
@@ -291,9 +293,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def asset(self, key):
         # `key` is the raw request path after /assets/, not percent-decoded: anything but the 43
-        # base64url characters of a SHA-256 (a "/", "..", "%2F", a NUL) is refused here.
+        # base64url characters of a SHA-256, then maybe "." and a short lowercase extension
+        # (a "/", "..", "%2F", a NUL) is refused here.
         if not ASSET_KEY.fullmatch(key):
-            raise Reply(400, "an asset key is 43 characters of A-Z a-z 0-9 _ -")
+            raise Reply(400, "an asset key is 43 characters of A-Z a-z 0-9 _ -, then maybe . and an extension of a-z 0-9")
         assets = os.path.join(self.server.root, "assets")
         if os.path.islink(assets) or not os.path.isdir(assets):
             raise Reply(404, "no such asset")

@@ -224,8 +224,10 @@ enum Files {
     }
 
     /// Streams `source` into a new file in `directory`, hashing it on the way, and renames it
-    /// to its base64url SHA-256 (unless one is there already). Returns the hash.
-    static func storeContentAddressed(_ source: String, in directory: String) throws(DeployError) -> String {
+    /// to `name(hash)`, its base64url SHA-256 with what the caller adds (unless one is there
+    /// already). Returns the hash and the name.
+    static func storeContentAddressed(_ source: String, in directory: String,
+                                      name: (_ hash: String) -> String) throws(DeployError) -> (hash: String, name: String) {
         guard let input = FileHandle(forReadingAtPath: source) else { throw .filesystem("cannot read \(source)") }
         defer { try? input.close() }
         let temporary = directory + "/.incoming-" + UUID().uuidString
@@ -245,7 +247,7 @@ enum Files {
             throw .filesystem("cannot copy \(source): \(error.localizedDescription)")
         }
         let hash = hasher.finalizeBase64URL()
-        let target = directory + "/" + hash
+        let target = directory + "/" + name(hash)
         if FileManager.default.fileExists(atPath: target) {
             unlink(temporary)
         } else if rename(temporary, target) != 0 {
@@ -253,7 +255,7 @@ enum Files {
             unlink(temporary)
             throw .filesystem("cannot write \(target): \(reason)")
         }
-        return hash
+        return (hash, name(hash))
     }
 }
 

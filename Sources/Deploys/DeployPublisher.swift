@@ -48,11 +48,12 @@ public struct DeployPublisher: Sendable {
         for directory in [serverDirectory, serverDirectory + "/assets", serverDirectory + "/updates", runtime] { try Files.makeDirectory(directory) }
         var assets: [UpdateManifest.Asset] = []
         for key in files {
-            let hash = try Files.storeContentAddressed(bundle + "/" + key, in: serverDirectory + "/assets")
-            try Files.writeAtomically(Data((Self.contentType(of: key) + "\n").utf8), to: serverDirectory + "/assets/" + hash + ".type")
+            let type = Self.contentType(of: key)
+            let stored = try Files.storeContentAddressed(bundle + "/" + key, in: serverDirectory + "/assets") { Self.assetName(hash: $0, type: type) }
+            try Files.writeAtomically(Data((type.mediaType + "\n").utf8), to: serverDirectory + "/assets/" + stored.name + ".type")
             let fileExtension = (key as NSString).pathExtension
-            assets.append(UpdateManifest.Asset(key: key, hash: hash, contentType: Self.contentType(of: key),
-                                               fileExtension: fileExtension.isEmpty ? nil : "." + fileExtension, url: "/assets/" + hash))
+            assets.append(UpdateManifest.Asset(key: key, hash: stored.hash, contentType: type.mediaType,
+                                               fileExtension: fileExtension.isEmpty ? nil : "." + fileExtension, url: "/assets/" + stored.name))
         }
         let launch = assets.first { $0.key == launchAsset }!
         let manifest = UpdateManifest(id: id, createdAt: createdAt.description, runtimeVersion: runtimeVersion,
@@ -85,25 +86,42 @@ public struct DeployPublisher: Sendable {
         return files.sorted()
     }
 
+    /// A content type the publisher names, with the file extensions it goes by.
+    struct ContentType: Sendable {
+        var mediaType: String
+        /// The extensions, the first being the one asset names carry; none for the default.
+        var extensions: [String]
+    }
+
+    /// The content types by file extension; anything else is `application/octet-stream`.
+    static let contentTypes: [ContentType] = [
+        .init(mediaType: "text/html", extensions: ["html", "htm"]),
+        .init(mediaType: "application/javascript", extensions: ["js", "mjs"]),
+        .init(mediaType: "text/css", extensions: ["css"]),
+        .init(mediaType: "application/json", extensions: ["json", "map"]),
+        .init(mediaType: "image/png", extensions: ["png"]),
+        .init(mediaType: "image/jpeg", extensions: ["jpg", "jpeg"]),
+        .init(mediaType: "image/gif", extensions: ["gif"]),
+        .init(mediaType: "image/svg+xml", extensions: ["svg"]),
+        .init(mediaType: "image/webp", extensions: ["webp"]),
+        .init(mediaType: "image/x-icon", extensions: ["ico"]),
+        .init(mediaType: "font/woff", extensions: ["woff"]),
+        .init(mediaType: "font/woff2", extensions: ["woff2"]),
+        .init(mediaType: "font/ttf", extensions: ["ttf"]),
+        .init(mediaType: "text/plain", extensions: ["txt"]),
+        .init(mediaType: "application/wasm", extensions: ["wasm"]),
+    ]
+
     /// The content type of a bundle file, by its extension.
-    static func contentType(of key: String) -> String {
-        switch (key as NSString).pathExtension.lowercased() {
-        case "html", "htm": "text/html"
-        case "js", "mjs": "application/javascript"
-        case "css": "text/css"
-        case "json", "map": "application/json"
-        case "png": "image/png"
-        case "jpg", "jpeg": "image/jpeg"
-        case "gif": "image/gif"
-        case "svg": "image/svg+xml"
-        case "webp": "image/webp"
-        case "ico": "image/x-icon"
-        case "woff": "font/woff"
-        case "woff2": "font/woff2"
-        case "ttf": "font/ttf"
-        case "txt": "text/plain"
-        case "wasm": "application/wasm"
-        default: "application/octet-stream"
-        }
+    static func contentType(of key: String) -> ContentType {
+        let fileExtension = (key as NSString).pathExtension.lowercased()
+        return contentTypes.first { $0.extensions.contains(fileExtension) } ?? ContentType(mediaType: "application/octet-stream", extensions: [])
+    }
+
+    /// The name an asset's bytes are stored and served under: their SHA-256, then the type's
+    /// extension for a named type. The same bytes published as two types (an empty `a.css`
+    /// and an empty `b.js`) are two assets, each served as its own type.
+    static func assetName(hash: String, type: ContentType) -> String {
+        type.extensions.first.map { hash + "." + $0 } ?? hash
     }
 }

@@ -119,7 +119,7 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
         case .directory(let root):
             // The publisher's asset URLs are /assets/KEY; nothing else is read from the directory.
             let name = asset.url.hasPrefix("/assets/") ? String(asset.url.dropFirst("/assets/".count)) : ""
-            guard name.count == 43, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
+            guard Self.isAssetName(name) else {
                 throw .badManifest("asset \(asset.key) has a URL this directory does not serve: \(asset.url)")
             }
             let file = root + "/assets/" + name
@@ -146,6 +146,17 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
                 throw .transport("cannot read \(file): \(error)")
             }
         }
+    }
+
+    /// Whether `name` is one the publisher stores assets under: a base64url SHA-256 (43
+    /// characters), optionally with `.` and a lowercase extension of up to 8 letters and
+    /// digits, but never `type` (`KEY.type` holds an asset's content type). Nothing else (a
+    /// `/`, `..`, a NUL) reaches the file system.
+    static func isAssetName(_ name: String) -> Bool {
+        let parts = name.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts[0].count == 43, parts[0].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else { return false }
+        guard parts.count == 2 else { return true }
+        return parts[1] != "type" && (1...8).contains(parts[1].count) && parts[1].allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber) }
     }
 
     /// The answer's media type must be the asset's.

@@ -161,4 +161,27 @@ struct DeployClientTests {
         try harness.client(overHTTP: false).deliver()
         #expect(harness.workingFile() == "offline")
     }
+
+    /// The same bytes under two types (empty files are the common case) are two assets, each
+    /// served as its own type, over HTTP and from a directory alike; publishing those bytes
+    /// again under a third type changes neither.
+    @Test func theSameBytesUnderTwoTypesAreTwoAssets() throws {
+        for overHTTP in [true, false] {
+            let harness = try DeployHarness(serve: overHTTP)
+            let manifest = try harness.publish(["index.html": "<p>one</p>", "a.css": "", "b.js": "", "c.bin": ""], id: "u1")
+            let names = manifest.assets.map { String($0.url.dropFirst("/assets/".count)) }
+            #expect(Set(manifest.assets.map(\.hash)).count == 1)
+            #expect(Set(names).count == 3 && names.allSatisfy(DeploySource.isAssetName), "\(names)")
+            let client = try harness.client(overHTTP: overHTTP)
+            try client.deliver()
+            try client.confirmLaunch()
+            #expect(harness.workingFile() == "<p>one</p>")
+            try harness.publish(["index.html": "<p>two</p>", "a.css": "", "d.txt": ""], id: "u2")
+            try client.deliver()
+            #expect(harness.workingFile() == "<p>two</p>")
+            for file in ["u1/a.css", "u1/b.js", "u1/c.bin", "u2/a.css", "u2/d.txt"] {
+                #expect(try Data(contentsOf: URL(fileURLWithPath: harness.appDirectory + "/updates/" + file)).isEmpty, "\(file)")
+            }
+        }
+    }
 }
