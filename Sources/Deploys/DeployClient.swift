@@ -200,6 +200,10 @@ public final class DeployClient {
                 try record(.downloadFailed, ["updateId": .string(manifest.id), "reason": .string(error.description)])
             }
             return nil
+        } catch {
+            // The client's own failure (the log refusing a progress event): thrown as it is.
+            created.removeAll()
+            throw error
         }
         try record(.downloaded, ["updateId": .string(manifest.id)])
         return manifest.id

@@ -90,13 +90,15 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Streams `asset` into `body` chunk by chunk, after checking the answer's content type.
+    /// - Throws: ``DeployError`` when the source fails or refuses the asset; what `body`
+    ///   throws (the client's own failures, such as recording progress), as it is.
     func download(_ asset: UpdateManifest.Asset, headers: [String: String], target: DeployTarget, fetch: HTTPFetch,
-                  expectedLength: (Int?) -> Void, body: (Data) throws -> Void) throws(DeployError) {
+                  expectedLength: (Int?) -> Void, body: (Data) throws -> Void) throws {
         switch self {
         case .server(let manifestURL):
             guard let url = URL(string: asset.url, relativeTo: manifestURL)?.absoluteURL,
                   let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-                throw .badManifest("asset \(asset.key) has no http(s) URL: \(asset.url)")
+                throw DeployError.badManifest("asset \(asset.key) has no http(s) URL: \(asset.url)")
             }
             var request = headers
             request["accept"] = "\(asset.contentType), */*"
@@ -113,14 +115,14 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
                     expectedLength(encoded ? nil : response.headers["content-length"].flatMap { Int($0) })
                 }, body: body)
             } catch {
-                if case .stopped(let inner) = error, let deployError = inner as? DeployError { throw deployError }
-                throw .transport("asset \(asset.key): \(error)")
+                if case .stopped(let inner) = error { throw inner }
+                throw DeployError.transport("asset \(asset.key): \(error)")
             }
         case .directory(let root):
             // The publisher's asset URLs are /assets/KEY; nothing else is read from the directory.
             let name = asset.url.hasPrefix("/assets/") ? String(asset.url.dropFirst("/assets/".count)) : ""
             guard Self.isAssetName(name) else {
-                throw .badManifest("asset \(asset.key) has a URL this directory does not serve: \(asset.url)")
+                throw DeployError.badManifest("asset \(asset.key) has a URL this directory does not serve: \(asset.url)")
             }
             let file = root + "/assets/" + name
             let type = try Files.readSmall(file + ".type", limit: 4_096).map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) }
@@ -128,22 +130,21 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
             // A regular file only: not a link (to /dev/zero, say), not a FIFO that never ends.
             let fd = open(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             guard fd >= 0 else {
-                if errno == ELOOP { throw .refused("\(file) is a symbolic link, not a regular file") }
-                throw .transport("cannot read \(file): \(String(cString: strerror(errno)))")
+                if errno == ELOOP { throw DeployError.refused("\(file) is a symbolic link, not a regular file") }
+                throw DeployError.transport("cannot read \(file): \(String(cString: strerror(errno)))")
             }
             var info = stat()
             guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
                 close(fd)
-                throw .refused("\(file) is not a regular file")
+                throw DeployError.refused("\(file) is not a regular file")
             }
             let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
             expectedLength(Int(info.st_size))
-            do {
-                while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty { try body(chunk) }
-            } catch let error as DeployError {
-                throw error
-            } catch {
-                throw .transport("cannot read \(file): \(error)")
+            while true {
+                let chunk: Data?
+                do { chunk = try handle.read(upToCount: 1 << 20) } catch { throw DeployError.transport("cannot read \(file): \(error)") }
+                guard let chunk, !chunk.isEmpty else { break }
+                try body(chunk)
             }
         }
     }

@@ -2,6 +2,7 @@
 import EventLog
 import EventLogTesting
 import Foundation
+import HTTPFetch
 import Testing
 
 struct DeployClientTests {
@@ -181,6 +182,20 @@ struct DeployClientTests {
             #expect(harness.workingFile() == "<p>two</p>")
             for file in ["u1/a.css", "u1/b.js", "u1/c.bin", "u2/a.css", "u2/d.txt"] {
                 #expect(try Data(contentsOf: URL(fileURLWithPath: harness.appDirectory + "/updates/" + file)).isEmpty, "\(file)")
+            }
+        }
+    }
+
+    /// What the client's own code throws while an asset streams in (the log refusing a
+    /// progress event) comes out as it is, not as a failed download, from either source.
+    @Test func theClientsOwnFailureWhileStreamingIsNotATransportError() throws {
+        struct LogRefused: Error {}
+        let harness = try DeployHarness()
+        let manifest = try harness.publish(["index.html": "<p>one</p>"], id: "u1")
+        for source in [DeploySource.server(harness.manifestURL), .directory(harness.serverDirectory)] {
+            #expect(throws: LogRefused.self) {
+                try source.download(manifest.launchAsset, headers: [:], target: try DeployTarget(runtimeVersion: "1.0"),
+                                    fetch: HTTPFetch(), expectedLength: { _ in }, body: { _ in throw LogRefused() })
             }
         }
     }
