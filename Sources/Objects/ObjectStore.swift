@@ -258,41 +258,41 @@ public final class ObjectStore: @unchecked Sendable {
     /// Compares the read model with the objects of `state` (by default the log's newest
     /// state; pass a replayed state to check a rebuild) and returns the first difference.
     /// - Returns: The first difference, or the first damaged entry, in words; `nil` when the
-    ///   read model holds exactly the objects of the state.
+    ///   read model holds exactly the objects of the state, or when there is no read model (a
+    ///   read-only store of a log without one, whose reads come from the log's state).
     /// - Throws: `ObjectStoreError.invalidObject` for a read-model key without the zero byte
     ///   that ends its collection name; the errors of `EventStore.currentState` when the log's
     ///   state cannot be read; `LMDBError` when a read fails.
     public func verifyReadModel(against state: StateValue? = nil) throws -> String? {
+        guard let readModel else { return nil }
         let expected = try (state ?? store.currentState)["objects"]?.objectValue ?? StateObject()
         var found = StateObject()
         var damaged: String?
-        if let readModel {
-            try store.read { txn in
-                try txn.withCursor(readModel) { cursor in
-                    // Keys sort by collection, so each collection is read in one run.
-                    var collection: String?
-                    var objects = StateObject()
-                    var entry = try cursor.first()
-                    while let current = entry {
-                        let parts = current.key.split(separator: 0, maxSplits: 1, omittingEmptySubsequences: false)
-                        guard parts.count == 2 else { throw ObjectStoreError.invalidObject("malformed read-model key") }
-                        let name = String(decoding: parts[0], as: UTF8.self)
-                        if name != collection {
-                            if let collection { found[collection] = .object(objects) }
-                            collection = name
-                            objects = StateObject()
-                        }
-                        let id = String(decoding: parts[1], as: UTF8.self)
-                        do {
-                            objects[id] = .object(try Self.decodeStored(current.value, key: current.key, collection: name, id: id))
-                        } catch {
-                            damaged = "the read model's \(name) \"\(id)\" is damaged: \(error); run 'eventlog rebuild'"
-                            return
-                        }
-                        entry = try cursor.next()
+        try store.read { txn in
+            try txn.withCursor(readModel) { cursor in
+                // Keys sort by collection, so each collection is read in one run.
+                var collection: String?
+                var objects = StateObject()
+                var entry = try cursor.first()
+                while let current = entry {
+                    let parts = current.key.split(separator: 0, maxSplits: 1, omittingEmptySubsequences: false)
+                    guard parts.count == 2 else { throw ObjectStoreError.invalidObject("malformed read-model key") }
+                    let name = String(decoding: parts[0], as: UTF8.self)
+                    if name != collection {
+                        if let collection { found[collection] = .object(objects) }
+                        collection = name
+                        objects = StateObject()
                     }
-                    if let collection { found[collection] = .object(objects) }
+                    let id = String(decoding: parts[1], as: UTF8.self)
+                    do {
+                        objects[id] = .object(try Self.decodeStored(current.value, key: current.key, collection: name, id: id))
+                    } catch {
+                        damaged = "the read model's \(name) \"\(id)\" is damaged: \(error); run 'eventlog rebuild'"
+                        return
+                    }
+                    entry = try cursor.next()
                 }
+                if let collection { found[collection] = .object(objects) }
             }
         }
         if let damaged { return damaged }

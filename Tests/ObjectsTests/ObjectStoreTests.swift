@@ -42,6 +42,20 @@ final class ObjectsHarness {
 }
 
 @Suite struct ObjectStoreTests {
+    /// A read-only store of a log without a read model reads objects from the log's state, and
+    /// verifying finds nothing to disagree with, rather than every object missing.
+    @Test func aReadOnlyStoreWithoutAReadModelHasNothingToVerify() throws {
+        let directory = TemporaryDirectory()
+        let writer = try EventStore(path: directory.path)
+        let post: StateValue = ["id": "a", "title": "From the log", "version": 1]
+        try writer.append(Event(stream: ObjectStore.stream, type: "save", writes: [Write(StatePath([.key("objects"), .key("BlogPost"), .key("a")]), old: nil, new: post)]))
+        var options = EventStore.Options()
+        options.readOnly = true
+        let reader = try ObjectStore(store: try EventStore(path: directory.path, options: options))
+        #expect(try reader.fetch("BlogPost", id: "a")?["title"] == "From the log")
+        #expect(try reader.verifyReadModel() == nil)
+    }
+
     @Test func createThenUpdateKeepsCreatedAtAndCountsVersions() throws {
         let harness = try ObjectsHarness()
         let created = try harness.objects.save(ObjectsHarness.post())
