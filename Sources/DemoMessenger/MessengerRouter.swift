@@ -140,7 +140,8 @@ public enum MessengerRouter {
         return pieces
     }
 
-    /// The URL of a route; `route(from: url(for: r)) == r` for every route.
+    /// The URL of a route; `route(from: url(for: r)) == r` for every route whose ids, filter
+    /// and query are not empty (`route(from:)` refuses an empty segment or value).
     public static func url(for route: MessengerRoute) -> String {
         func segment(_ text: String) -> String {
             text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#"))) ?? text

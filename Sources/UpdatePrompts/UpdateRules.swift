@@ -30,7 +30,8 @@ public enum PromptDecision: String, Sendable, CaseIterable {
     case promptShown
     /// Store newer: the forced prompt is on screen.
     case forcedPromptShown
-    /// Same version: no prompt (and the decline count starts over if the installed version changed).
+    /// Same version: no prompt. (Whatever the decision, the decline count starts over when the
+    /// installed version is not the one it was counted for.)
     case upToDate
     /// The store's version is older than the installed one: no prompt.
     case storeOlder

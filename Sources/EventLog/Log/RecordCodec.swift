@@ -259,7 +259,7 @@ extension Origin {
 }
 
 extension EventRecord {
-    /// The bytes the store keeps for `event` as record `seq` (format version 1), checksum
+    /// The bytes the store keeps for `event` as record `seq` (the current format), checksum
     /// included: for tools and benchmark peers that handle records without a store.
     public static func storedBytes(of event: Event, seq: UInt64, time: Timestamp) -> [UInt8] {
         var writer = BinaryWriter()
