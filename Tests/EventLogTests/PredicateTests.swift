@@ -47,7 +47,7 @@ import Testing
             _ = try StatePredicate(parsing: text)
             Issue.record("parsed \(text)")
         } catch {
-            #expect(error == PredicateSyntaxError(column: column, reason: reason), "\(text): \(error)")
+            #expect(error == ExpressionSyntaxError(column: column, reason: reason), "\(text): \(error)")
         }
     }
 }
@@ -75,7 +75,7 @@ import Testing
         for text in [String(repeating: "(", count: 20_000) + "x" + String(repeating: ")", count: 20_000),
                      String(repeating: "!", count: 100_000) + "x",
                      (0..<100_000).map { "k\($0) == 1" }.joined(separator: " && ")] {
-            #expect(throws: PredicateSyntaxError.self) { try StatePredicate(parsing: text) }
+            #expect(throws: ExpressionSyntaxError.self) { try StatePredicate(parsing: text) }
         }
         #expect(throws: Never.self) { try StatePredicate(parsing: String(repeating: "(", count: 100) + "x" + String(repeating: ")", count: 100)) }
     }

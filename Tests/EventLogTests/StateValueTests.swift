@@ -15,7 +15,7 @@ import Testing
 
     @Test(arguments: [("a..b", 3), ("a.", 3), ("a[x]", 3), ("a[1", 4), (".a", 1), ("a b", 2), ("a[\"x", 5)])
     func rejectsMalformedPathsWithColumn(_ text: String, _ column: Int) {
-        #expect(throws: PathSyntaxError.self) { try StatePath(parsing: text) }
+        #expect(throws: ExpressionSyntaxError.self) { try StatePath(parsing: text) }
         do { _ = try StatePath(parsing: text) } catch { #expect(error.column == column, "\(text): \(error)") }
     }
 }

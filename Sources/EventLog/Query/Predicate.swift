@@ -34,10 +34,10 @@ public struct StatePredicate: Sendable, CustomStringConvertible {
 
     /// Parses `text`; errors name the 1-based column where parsing failed.
     ///
-    /// - Throws: ``PredicateSyntaxError`` when `text` is not an expression of the language,
+    /// - Throws: ``ExpressionSyntaxError`` when `text` is not an expression of the language,
     ///   or nests parentheses and `!` more than 100 levels deep, or joins more than 1,000
     ///   `&&` and `||`.
-    public init(parsing text: String) throws(PredicateSyntaxError) {
+    public init(parsing text: String) throws(ExpressionSyntaxError) {
         var parser = PredicateParser(text: Array(text.unicodeScalars))
         root = try parser.parse()
         description = text
@@ -118,15 +118,6 @@ public struct StatePredicate: Sendable, CustomStringConvertible {
     }
 }
 
-/// An expression that could not be parsed, with the 1-based column of the problem.
-public struct PredicateSyntaxError: Error, Hashable, CustomStringConvertible {
-    /// The 1-based column, counted in Unicode scalars, where parsing failed.
-    public let column: Int
-    /// What was expected or wrong there.
-    public let reason: String
-    public var description: String { "column \(column): \(reason)" }
-}
-
 private struct PredicateParser {
     let text: [Unicode.Scalar]
     var at = 0
@@ -137,7 +128,7 @@ private struct PredicateParser {
     static let maxNesting = 100
     static let maxConnectives = 1_000
 
-    mutating func parse() throws(PredicateSyntaxError) -> StatePredicate.Node {
+    mutating func parse() throws(ExpressionSyntaxError) -> StatePredicate.Node {
         skipSpace()
         guard at < text.count else { throw fail("empty expression") }
         let node = try or()
@@ -146,7 +137,7 @@ private struct PredicateParser {
         return node
     }
 
-    mutating func or() throws(PredicateSyntaxError) -> StatePredicate.Node {
+    mutating func or() throws(ExpressionSyntaxError) -> StatePredicate.Node {
         var node = try and()
         while consume("||") {
             try countConnective("||")
@@ -155,7 +146,7 @@ private struct PredicateParser {
         return node
     }
 
-    mutating func and() throws(PredicateSyntaxError) -> StatePredicate.Node {
+    mutating func and() throws(ExpressionSyntaxError) -> StatePredicate.Node {
         var node = try unary()
         while consume("&&") {
             try countConnective("&&")
@@ -164,7 +155,7 @@ private struct PredicateParser {
         return node
     }
 
-    mutating func countConnective(_ op: String) throws(PredicateSyntaxError) {
+    mutating func countConnective(_ op: String) throws(ExpressionSyntaxError) {
         connectives += 1
         guard connectives <= Self.maxConnectives else {
             at -= op.count
@@ -172,12 +163,12 @@ private struct PredicateParser {
         }
     }
 
-    mutating func enter() throws(PredicateSyntaxError) {
+    mutating func enter() throws(ExpressionSyntaxError) {
         nesting += 1
         guard nesting <= Self.maxNesting else { throw fail("nested deeper than \(Self.maxNesting) levels") }
     }
 
-    mutating func unary() throws(PredicateSyntaxError) -> StatePredicate.Node {
+    mutating func unary() throws(ExpressionSyntaxError) -> StatePredicate.Node {
         skipSpace()
         if peek("!") && !peek("!=") {
             try enter()
@@ -188,7 +179,7 @@ private struct PredicateParser {
         return try comparison()
     }
 
-    mutating func comparison() throws(PredicateSyntaxError) -> StatePredicate.Node {
+    mutating func comparison() throws(ExpressionSyntaxError) -> StatePredicate.Node {
         let left = try operand()
         skipSpace()
         for op in ["==", "!=", "<=", ">=", "<", ">"] where peek(op) {
@@ -203,7 +194,7 @@ private struct PredicateParser {
         return left
     }
 
-    mutating func operand(after op: String? = nil) throws(PredicateSyntaxError) -> StatePredicate.Node {
+    mutating func operand(after op: String? = nil) throws(ExpressionSyntaxError) -> StatePredicate.Node {
         skipSpace()
         guard at < text.count else {
             throw fail(op.map { "expected a value after '\($0)'" } ?? "expected a value")
@@ -244,7 +235,7 @@ private struct PredicateParser {
     }
 
     /// A path in the `StatePath` syntax, ending at white space, an operator or a parenthesis.
-    mutating func path() throws(PredicateSyntaxError) -> StatePath {
+    mutating func path() throws(ExpressionSyntaxError) -> StatePath {
         let start = at
         var depth = 0
         var inString = false
@@ -268,12 +259,12 @@ private struct PredicateParser {
         do {
             return try StatePath(parsing: source)
         } catch {
-            throw PredicateSyntaxError(column: start + error.column, reason: "in path: \(error.reason)")
+            throw ExpressionSyntaxError(column: start + error.column, reason: "in path: \(error.reason)")
         }
     }
 
     /// A string literal: a JSON string, with JSON's escapes (`\n`, `\u001b`, …).
-    mutating func string() throws(PredicateSyntaxError) -> String {
+    mutating func string() throws(ExpressionSyntaxError) -> String {
         do {
             let (value, end) = try QuotedString.read(text, at: at)
             at = end
@@ -285,7 +276,7 @@ private struct PredicateParser {
         }
     }
 
-    mutating func number() throws(PredicateSyntaxError) -> StateValue {
+    mutating func number() throws(ExpressionSyntaxError) -> StateValue {
         let start = at
         if text[at] == "-" { at += 1 }
         while at < text.count, ("0"..."9").contains(text[at]) || text[at] == "." || text[at] == "e" || text[at] == "E"
@@ -332,5 +323,5 @@ private struct PredicateParser {
         while at < text.count, text[at].properties.isWhitespace { at += 1 }
     }
 
-    func fail(_ reason: String) -> PredicateSyntaxError { PredicateSyntaxError(column: at + 1, reason: reason) }
+    func fail(_ reason: String) -> ExpressionSyntaxError { ExpressionSyntaxError(column: at + 1, reason: reason) }
 }

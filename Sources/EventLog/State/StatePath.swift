@@ -22,9 +22,9 @@ public struct StatePath: Sendable, Hashable, CustomStringConvertible, Expressibl
 
     /// Parses the text form; throws with the column of the first character that does not fit.
     ///
-    /// - Throws: ``PathSyntaxError`` when `text` is not a path: a missing key or `.`, an
+    /// - Throws: ``ExpressionSyntaxError`` when `text` is not a path: a missing key or `.`, an
     ///   unterminated bracket or quoted key, an index that is not a decimal `Int`.
-    public init(parsing text: String) throws(PathSyntaxError) {
+    public init(parsing text: String) throws(ExpressionSyntaxError) {
         var parser = PathParser(text: Array(text.unicodeScalars))
         self.init(try parser.parse())
     }
@@ -86,8 +86,8 @@ public struct StatePath: Sendable, Hashable, CustomStringConvertible, Expressibl
     }
 }
 
-/// A path that could not be parsed, with the 1-based column where it went wrong.
-public struct PathSyntaxError: Error, Hashable, CustomStringConvertible {
+/// A path or a predicate that could not be parsed, with the 1-based column where it went wrong.
+public struct ExpressionSyntaxError: Error, Hashable, CustomStringConvertible {
     /// The 1-based column, counted in Unicode scalars, where parsing failed.
     public let column: Int
     /// What was expected or wrong there.
@@ -99,7 +99,7 @@ private struct PathParser {
     let text: [Unicode.Scalar]
     var at = 0
 
-    mutating func parse() throws(PathSyntaxError) -> [StatePath.Component] {
+    mutating func parse() throws(ExpressionSyntaxError) -> [StatePath.Component] {
         var components: [StatePath.Component] = []
         while at < text.count {
             if text[at] == "[" {
@@ -115,7 +115,7 @@ private struct PathParser {
         return components
     }
 
-    mutating func bareKey() throws(PathSyntaxError) -> String {
+    mutating func bareKey() throws(ExpressionSyntaxError) -> String {
         let start = at
         while at < text.count, !StatePath.isDelimiter(text[at]) { at += 1 }
         guard at > start else { throw fail("expected a key") }
@@ -124,7 +124,7 @@ private struct PathParser {
         return key
     }
 
-    mutating func bracket() throws(PathSyntaxError) -> StatePath.Component {
+    mutating func bracket() throws(ExpressionSyntaxError) -> StatePath.Component {
         at += 1 // "["
         let component: StatePath.Component
         if at < text.count, text[at] == "\"" {
@@ -151,5 +151,5 @@ private struct PathParser {
         return component
     }
 
-    func fail(_ reason: String) -> PathSyntaxError { PathSyntaxError(column: at + 1, reason: reason) }
+    func fail(_ reason: String) -> ExpressionSyntaxError { ExpressionSyntaxError(column: at + 1, reason: reason) }
 }
