@@ -191,6 +191,27 @@ import Testing
         #expect(try store.verify().eventsChecked == 1_000_000)
     }
 
+    /// A record's size in its page damaged so that it runs far past the file: reading it
+    /// throws (LMDB hands the size over unchecked) instead of faulting outside the map.
+    @Test func aSizeThatRunsPastTheMapIsDamageNotAFault() throws {
+        let dir = TemporaryDirectory()
+        do {
+            let store = try EventStore(path: dir.path, options: .testing())
+            try store.append(contentsOf: (1...20).map { Event(stream: "s", type: "e", payload: .string("event \($0)")) })
+        }
+        // A leaf node: data size (low 16 bits, high 16 bits), flags, key size 8, then the key,
+        // seq 5 big-endian. Set the size's top byte: the record now claims over 2 GiB.
+        let file = dir.file("data.mdb")
+        var data = try Data(contentsOf: URL(fileURLWithPath: file))
+        let node = try #require(data.range(of: Data([0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 5]))).lowerBound - 4
+        data[node + 3] = 0x7F
+        try data.write(to: URL(fileURLWithPath: file))
+        let store = try EventStore(path: dir.path, options: .testing())
+        #expect(throws: LMDBError.corrupted) { try store.forEachRecord { _ in true } }
+        #expect(throws: LMDBError.corrupted) { try store.record(5) }
+        #expect(try store.record(4)?.event.payload == "event 4")
+    }
+
     @Test func verifyFindsAFlippedByteWithItsSeq() throws {
         let dir = TemporaryDirectory()
         do {

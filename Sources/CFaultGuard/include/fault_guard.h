@@ -17,6 +17,11 @@ void eventlog_fault_guard_set_map(int slot, const void *base, size_t size);
 /// A free slot for a map, or -1 when all 32 are taken.
 int eventlog_fault_guard_take_slot(void);
 
+/// Whether [start, start + count) begins inside a recorded map and runs past its end: a size
+/// read from a damaged page, which reading would take out of the map (a fault no handler can
+/// tell from a bug). Memory outside every map (a write transaction's dirty pages) is never.
+int eventlog_fault_guard_overruns_map(const void *start, size_t count);
+
 /// Installs handlers for SIGSEGV, SIGBUS and SIGABRT that, for a fault inside an LMDB call
 /// or at an address inside a registered map, write `message` to stderr and exit with status
 /// 1; any other fault goes to the handler installed before (a crash stays a crash).

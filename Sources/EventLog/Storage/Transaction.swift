@@ -57,7 +57,7 @@ package struct Transaction: ~Copyable {
         let result = guarded { mdb_get(handle, db.id, &k, &v) }
         if result == MDB_NOTFOUND { return nil }
         try check(result)
-        return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+        return try borrowed(v)
     }
 
     /// Stores `value` under `key`, replacing what was there. To add keys in increasing order,
@@ -135,7 +135,15 @@ package struct Cursor: ~Copyable {
         let result = guarded { mdb_cursor_get(handle, &k, &v, op) }
         if result == MDB_NOTFOUND { return nil }
         try check(result)
-        return Entry(key: UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
-                     value: UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+        return Entry(key: try borrowed(k), value: try borrowed(v))
     }
+}
+
+/// The bytes `value` points at in the map, checked to end inside it: LMDB takes sizes from
+/// the pages unchecked, and a damaged size would send a reader past the map's end.
+/// - Throws: ``LMDBError/corrupted`` for a size that runs past the map.
+private func borrowed(_ value: MDB_val) throws(LMDBError) -> UnsafeRawBufferPointer {
+    let bytes = UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
+    guard !FaultGuard.overrunsMap(bytes) else { throw .corrupted }
+    return bytes
 }
