@@ -212,6 +212,43 @@ import Testing
         #expect(try store.record(4)?.event.payload == "event 4")
     }
 
+    /// The page holding the newest events, damaged: salvage of the storage has no gap to see
+    /// after the last event it copies, yet says the rest stayed behind (the log records how
+    /// many events it holds). Read through LMDB, the same log's export stops with an error
+    /// where a damaged page loses events, never quietly short.
+    @Test func damageThatLosesTheNewestEventsIsReported() throws {
+        let dir = TemporaryDirectory()
+        var options = EventStore.Options.testing()
+        options.keyframePolicy = KeyframePolicy(ratio: .max, minimumEvents: .max)
+        do {
+            let store = try EventStore(path: dir.path, options: options)
+            try store.append(contentsOf: (1...2_000).map { Event(stream: "s", type: "e", payload: .string("event \($0)")) })
+            #expect(try store.keyframeCount() == 0)
+        }
+        // The leaf holding event 2000 (its node: key size 8, then the seq big-endian) says it is another page.
+        let file = dir.file("data.mdb")
+        let original = try Data(contentsOf: URL(fileURLWithPath: file))
+        let page = try #require(original.range(of: Data([8, 0, 0, 0, 0, 0, 0, 0, 0x07, 0xD0]))).lowerBound / 4096
+        var data = original
+        data[page * 4096] ^= 0x40
+        try data.write(to: URL(fileURLWithPath: file))
+        let copy = try EventStore(path: dir.file("copy"), options: .testing())
+        let report = try EventStore.salvage(damagedLogAt: dir.path, into: copy)
+        let copied = try #require(report.copied)
+        #expect(copied.lowerBound == 1 && copied.upperBound < 2_000)
+        #expect(report.firstLeftBehind == .init(seq: copied.upperBound + 1, reason: "missing: the log records 2000 events, and its page \(page) could not be read"))
+        #expect(report.lastSeq == 2_000)
+
+        // The same page's flags damaged: LMDB finds no events where the log records 2,000.
+        data = original
+        data[page * 4096 + 10] ^= 0xFF
+        try data.write(to: URL(fileURLWithPath: file))
+        let damaged = try EventStore(path: dir.path, options: .testing())
+        var read: UInt64 = 0
+        #expect(throws: EventStoreError.self) { try damaged.forEachRecord { read = $0.seq; return true } }
+        #expect(read < 2_000)
+    }
+
     @Test func verifyFindsAFlippedByteWithItsSeq() throws {
         let dir = TemporaryDirectory()
         do {

@@ -100,8 +100,13 @@ extension EventStore {
         try environment.read { txn in try state(after: seq, in: txn) }
     }
 
+    /// The newest seq, checked against the number of events the database records: the log is
+    /// dense from 1, so they are equal unless a page of it is damaged.
     func lastSeq(in txn: borrowing Transaction) throws -> UInt64 {
-        try txn.withCursor(events) { cursor in try cursor.last().map { try Self.seq(ofKey: $0.key, "newest") } ?? 0 }
+        let last = try txn.withCursor(events) { cursor in try cursor.last().map { try Self.seq(ofKey: $0.key, "newest") } ?? 0 }
+        let stored = try txn.count(events)
+        guard last == stored else { throw EventStoreError.damaged("the log records \(stored) events, but the newest it finds is \(last)") }
+        return last
     }
 
     func state(after seq: UInt64, in txn: borrowing Transaction) throws -> StateValue {
@@ -177,6 +182,8 @@ extension EventStore {
     /// in order, checking that the seqs are dense; `body` returns `false` to stop.
     private func forEachStoredRecord(after start: UInt64, through end: UInt64, in txn: borrowing Transaction,
                                      _ body: (_ seq: UInt64, _ bytes: UnsafeRawBufferPointer) throws -> Bool) throws {
+        // The log is dense from 1: every seq up to the number of events recorded must be found.
+        let end = min(end, UInt64(try txn.count(events)))
         guard start < end else { return }
         try txn.withCursor(events) { cursor in
             var entry = try RecordCodec.withKey(start + 1) { try cursor.seek(atOrAfter: $0) }
@@ -192,6 +199,9 @@ extension EventStore {
                 guard try body(expected, current.value) else { return }
                 expected += 1
                 entry = try cursor.next()
+            }
+            if expected <= end {
+                throw EventStoreError.corruptRecord(seq: expected, reason: "missing: the log records \(end) events, but it ends before this one")
             }
         }
     }

@@ -65,7 +65,9 @@ extension EventStore {
     ///   - batch: Events per write transaction of the target; at least 1.
     ///   - progress: Called after each full batch with the newest seq read.
     /// - Returns: As ``salvage(into:batch:progress:)``, with `lastSeq` the newest seq found in
-    ///   the pages that can be read.
+    ///   the pages that can be read, or the number of events the database records when that
+    ///   is more. Events lost with a damaged page are left behind even at the end of the log,
+    ///   where they leave no gap.
     /// - Throws: ``EventStoreError/damaged(_:)`` when `data.mdb` is missing, has no intact meta
     ///   page or cannot be read; ``EventStoreError/readOnly`` when `target` is read-only; an
     ///   ``LMDBError`` when writing the target fails.
@@ -75,8 +77,9 @@ extension EventStore {
         var report = SalvageReport(copied: nil, firstLeftBehind: nil, lastSeq: 0)
         var records: [EventRecord] = []
         var expected: UInt64 = 1
+        let unread: StorageCheck.Unread
         do {
-            try StorageCheck.forEachReadableEntry(path: path + "/data.mdb", database: "events") { key, value in
+            unread = try StorageCheck.forEachReadableEntry(path: path + "/data.mdb", database: "events") { key, value in
                 guard let seq = try? key.withUnsafeBytes({ try RecordCodec.seq(fromKey: $0) }) else { return true }
                 report.lastSeq = max(report.lastSeq, seq)
                 // Past the first event left behind, only the newest seq is still of interest.
@@ -103,6 +106,15 @@ extension EventStore {
             throw EventStoreError.damaged(damage.description)
         }
         _ = try copy(records, into: target, report: &report)
+        // Events lost with a damaged page at the end of the log leave no gap to see: the count
+        // the database records, and the pages passed over, say so.
+        let recorded = UInt64(max(0, unread.recordedEntries))
+        if report.firstLeftBehind == nil, expected <= recorded || !unread.damagedPages.isEmpty {
+            let pages = unread.damagedPages.map(String.init).joined(separator: ", ")
+            report.firstLeftBehind = .init(seq: expected, reason: "missing: the log records \(recorded) events"
+                                           + (pages.isEmpty ? "" : ", and its page\(unread.damagedPages.count == 1 ? "" : "s") \(pages) could not be read"))
+            report.lastSeq = max(report.lastSeq, recorded, expected)
+        }
         return report
     }
 

@@ -243,12 +243,21 @@ enum StorageCheck {
         }
     }
 
+    /// What `forEachReadableEntry` could not read of a database.
+    struct Unread {
+        /// How many entries the database records it holds.
+        var recordedEntries: Int
+        /// The pages passed over as damaged (their entries lost), in the order met.
+        var damagedPages: [UInt64] = []
+    }
+
     /// For salvage: calls `body` with the key and value of each entry of database `name` that
     /// can still be read, in the tree's order, passing over pages that are damaged (whose
     /// entries are lost) instead of stopping; `body` returns `false` to stop. Reads the file
-    /// alone, never through LMDB.
+    /// alone, never through LMDB. Returns what it could not read.
+    @discardableResult
     static func forEachReadableEntry(path: String, database name: String,
-                                     _ body: (_ key: [UInt8], _ value: [UInt8]) throws -> Bool) throws {
+                                     _ body: (_ key: [UInt8], _ value: [UInt8]) throws -> Bool) throws -> Unread {
         guard let meta = try checkHeader(path: path) else { throw Damage("\(path) has no intact meta page") }
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw Damage("cannot read \(path): \(String(cString: strerror(errno)))") }
@@ -260,10 +269,14 @@ enum StorageCheck {
             guard pread(fd, &bytes, bytes.count, off_t(Int(page) * meta.pageSize)) == bytes.count else { return nil }
             return Bytes(bytes)
         }
+        var damagedPages: [UInt64] = []
         /// Visits a subtree; returns `false` once `body` asked to stop.
         func visit(_ number: UInt64, level: Int, _ leaf: (ParsedPage.Node, Bytes) throws -> Bool) rethrows -> Bool {
             guard level <= 32, seen.insert(number).inserted, let page = read(number),
-                  let parsed = try? ParsedPage(page, number: number, pageSize: meta.pageSize) else { return true }
+                  let parsed = try? ParsedPage(page, number: number, pageSize: meta.pageSize) else {
+                damagedPages.append(number)
+                return true
+            }
             for node in parsed.nodes {
                 if parsed.isBranch {
                     guard try visit(node.child, level: level + 1, leaf) else { return false }
@@ -273,26 +286,35 @@ enum StorageCheck {
             }
             return true
         }
-        var root: UInt64?
+        var record: DatabaseRecord?
         _ = visit(meta.main.root, level: 1) { node, page in
             guard node.flags & Flags.subData != 0, String(decoding: node.key, as: UTF8.self) == name,
                   node.dataAt + DatabaseRecord.size <= meta.pageSize else { return true }
-            root = DatabaseRecord(Bytes(Array(page.bytes[node.dataAt..<node.dataAt + DatabaseRecord.size])), at: 0).root
+            record = DatabaseRecord(Bytes(Array(page.bytes[node.dataAt..<node.dataAt + DatabaseRecord.size])), at: 0)
             return false
         }
-        guard let root else { throw Damage("the main database no longer names \"\(name)\"") }
-        _ = try visit(root, level: 1) { node, page in
-            let size = node.dataSize
-            if node.flags & Flags.bigData != 0 {
-                guard node.dataAt + 8 <= meta.pageSize else { return true }
-                let first = page.u64(node.dataAt)
-                let pages = (16 + size + meta.pageSize - 1) / meta.pageSize
-                guard let overflow = read(first, count: pages), overflow.u16(10) & Flags.overflow != 0 else { return true }
-                return try body(node.key, Array(overflow.bytes[16..<16 + size]))
+        guard let record else { throw Damage("the main database no longer names \"\(name)\"") }
+        damagedPages = []
+        if record.root != UInt64.max {
+            _ = try visit(record.root, level: 1) { node, page in
+                let size = node.dataSize
+                if node.flags & Flags.bigData != 0 {
+                    let pages = (16 + size + meta.pageSize - 1) / meta.pageSize
+                    guard node.dataAt + 8 <= meta.pageSize, let overflow = read(page.u64(node.dataAt), count: pages),
+                          overflow.u16(10) & Flags.overflow != 0 else {
+                        damagedPages.append(node.dataAt + 8 <= meta.pageSize ? page.u64(node.dataAt) : page.u64(0))
+                        return true
+                    }
+                    return try body(node.key, Array(overflow.bytes[16..<16 + size]))
+                }
+                guard node.flags == 0, node.dataAt + size <= meta.pageSize else {
+                    damagedPages.append(page.u64(0))
+                    return true
+                }
+                return try body(node.key, Array(page.bytes[node.dataAt..<node.dataAt + size]))
             }
-            guard node.flags == 0, node.dataAt + size <= meta.pageSize else { return true }
-            return try body(node.key, Array(page.bytes[node.dataAt..<node.dataAt + size]))
         }
+        return Unread(recordedEntries: record.entries, damagedPages: damagedPages)
     }
 
     private struct Walker {
