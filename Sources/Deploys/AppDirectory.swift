@@ -223,9 +223,10 @@ enum Files {
         do { return try handle.readToEnd() ?? Data() } catch { throw .filesystem("cannot read \(path): \(error.localizedDescription)") }
     }
 
-    /// Streams `source` into a new file in `directory`, hashing it on the way, and renames it
-    /// to `name(hash)`, its base64url SHA-256 with what the caller adds (unless one is there
-    /// already). Returns the hash and the name.
+    /// Streams `source` into a new file in `directory`, hashing it on the way, and links it
+    /// as `name(hash)`, its base64url SHA-256 with what the caller adds. A file already there
+    /// is kept when it holds the same bytes, and refused otherwise (it is never replaced).
+    /// Returns the hash and the name.
     static func storeContentAddressed(_ source: String, in directory: String,
                                       name: (_ hash: String) -> String) throws(DeployError) -> (hash: String, name: String) {
         guard let input = FileHandle(forReadingAtPath: source) else { throw .filesystem("cannot read \(source)") }
@@ -248,12 +249,16 @@ enum Files {
         }
         let hash = hasher.finalizeBase64URL()
         let target = directory + "/" + name(hash)
-        if FileManager.default.fileExists(atPath: target) {
-            unlink(temporary)
-        } else if rename(temporary, target) != 0 {
-            let reason = String(cString: strerror(errno))
-            unlink(temporary)
-            throw .filesystem("cannot write \(target): \(reason)")
+        // Linked into place only where nothing is (never over another file), then the temporary name goes.
+        let linked = link(temporary, target) == 0 ? 0 : errno
+        unlink(temporary)
+        if linked == EEXIST {
+            // An asset never changes: one already there must be these bytes.
+            guard sha256(of: target) == hash else {
+                throw .refused("\(target) is already there, but it is not these bytes (damaged, or not a regular file); remove it and publish again")
+            }
+        } else if linked != 0 {
+            throw .filesystem("cannot write \(target): \(String(cString: strerror(linked)))")
         }
         return (hash, name(hash))
     }

@@ -55,6 +55,33 @@ struct DeployRefusalTests {
         }
     }
 
+    /// Publishing never takes an asset file already in the server directory on trust, nor
+    /// replaces it: one that is not the bytes its name says (damaged, or a link) is refused.
+    @Test func publishRefusesAnAssetFileThatIsNotItsBytes() throws {
+        let harness = try DeployHarness(serve: false)
+        let first = try harness.publish(["index.html": "one", "a.css": "body{}"], id: "u1")
+        let name = try #require(first.assets.first { $0.key == "a.css" }).url.dropFirst("/assets/".count)
+        let file = harness.serverDirectory + "/assets/" + name
+        // The same bytes again: the file there is kept, the same inode.
+        let inode = try #require(try FileManager.default.attributesOfItem(atPath: file)[.systemFileNumber] as? UInt64)
+        try harness.publish(["index.html": "two", "a.css": "body{}"], id: "u2")
+        #expect(try FileManager.default.attributesOfItem(atPath: file)[.systemFileNumber] as? UInt64 == inode)
+        for damage in ["other bytes", "link"] {
+            try FileManager.default.removeItem(atPath: file)
+            if damage == "link" {
+                try FileManager.default.createSymbolicLink(atPath: file, withDestinationPath: harness.root.file("elsewhere.css"))
+                try Data("body{}".utf8).write(to: URL(fileURLWithPath: harness.root.file("elsewhere.css")))
+            } else {
+                try Data("tampered".utf8).write(to: URL(fileURLWithPath: file))
+            }
+            let error = try #require(throws: DeployError.self) { try harness.publish(["index.html": "three", "a.css": "body{}"], id: "u3-\(damage.count)") }
+            #expect(error == .refused("\(file) is already there, but it is not these bytes (damaged, or not a regular file); remove it and publish again"))
+        }
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: file) == harness.root.file("elsewhere.css"))
+        #expect(try String(contentsOfFile: harness.root.file("elsewhere.css"), encoding: .utf8) == "body{}")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: harness.serverDirectory + "/assets").allSatisfy { !$0.hasPrefix(".incoming-") })
+    }
+
     @Test func aWrongContentTypeIsRefused() throws {
         try Self.expectRefused("downloadFailed", reason: "came as text/plain, the manifest says application/javascript") { harness in
             let manifest = try harness.publish(["index.html": "two", "app.js": "go()"], id: "u2")
