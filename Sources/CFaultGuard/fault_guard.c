@@ -77,6 +77,13 @@ static void on_fault(int number, siginfo_t *info, void *context) {
     if (number == SIGABRT) raise(number);
 }
 
+void eventlog_fault_guard_assertion_failed(void) {
+    if (fault_message_length == 0) return;
+    ssize_t written = write(STDERR_FILENO, fault_message, fault_message_length);
+    (void)written;
+    _exit(1);
+}
+
 void eventlog_fault_guard_install(const char *message) {
     fault_message = message;
     fault_message_length = strlen(message);

@@ -335,6 +335,22 @@ import Testing
         #expect(Array(original.prefix(saved.count)) == saved)
     }
 
+    /// A zeroed tree page makes LMDB fail one of its own assertions: the command still says
+    /// so in one line (LMDB's text and its abort are replaced), with exit 1.
+    @Test func anAssertionLMDBFailsIsOneLine() throws {
+        let db = dir.file("demo.lmdb")
+        #expect(try runEventlog(["demo", "--db", db]).code == 0)
+        let path = db + "/data.mdb"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        bytes.replaceSubrange(2 * 4096..<3 * 4096, with: Data(count: 4096))
+        try bytes.write(to: URL(fileURLWithPath: path))
+        for command in ["export", "log", "replay"] {
+            let result = try runEventlog([command, "--db", db])
+            #expect(result.code == 1, "\(command): \(result.err)")
+            #expect(result.err.hasPrefix("Error: the database") && result.err.split(separator: "\n").count == 1, "\(command): \(result.err)")
+        }
+    }
+
     @Test func aTruncatedOrEmptiedFileIsReportedNotFaultedOn() throws {
         let db = dir.file("demo.lmdb")
         #expect(try runEventlog(["demo", "--plans", "20", "--db", db]).code == 0)

@@ -22,6 +22,10 @@ int eventlog_fault_guard_take_slot(void);
 /// tell from a bug). Memory outside every map (a write transaction's dirty pages) is never.
 int eventlog_fault_guard_overruns_map(const void *start, size_t count);
 
+/// For LMDB's assertion callback: once the handlers are installed, writes the message and
+/// exits with status 1 (an assertion LMDB fails is a damaged file); before, returns.
+void eventlog_fault_guard_assertion_failed(void);
+
 /// Installs handlers for SIGSEGV, SIGBUS and SIGABRT that, for a fault inside an LMDB call
 /// or at an address inside a registered map, write `message` to stderr and exit with status
 /// 1; any other fault goes to the handler installed before (a crash stays a crash).

@@ -68,6 +68,9 @@ package final class Environment: @unchecked Sendable {
         do {
             try check(mdb_env_set_maxdbs(env, options.maxDatabases))
             try check(mdb_env_set_mapsize(env, options.mapSize))
+            // An assertion LMDB fails on a damaged page: with the fault guard installed, its one
+            // line instead of LMDB's text and an abort.
+            try check(mdb_env_set_assert(env) { _, _ in FaultGuard.lmdbAssertionFailed() })
             var flags = UInt32(MDB_NOTLS)
             if options.readOnly { flags |= UInt32(MDB_RDONLY) }
             if options.durability == .lastCommitMayBeLost { flags |= UInt32(MDB_NOMETASYNC) }

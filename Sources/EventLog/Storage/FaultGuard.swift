@@ -30,6 +30,11 @@ package enum FaultGuard {
     /// only caught inside LMDB calls).
     static func takeSlot() -> Int32 { eventlog_fault_guard_take_slot() }
 
+    /// Called by LMDB before it prints a failed assertion and aborts: with the guard
+    /// installed, it writes the guard's message and exits with status 1 instead; without, it
+    /// returns and LMDB goes on as it would.
+    static func lmdbAssertionFailed() { eventlog_fault_guard_assertion_failed() }
+
     /// Whether `bytes`, borrowed from LMDB, begin inside a recorded map and run past its end:
     /// a size read from a damaged page, which reading would take out of the map.
     static func overrunsMap(_ bytes: UnsafeRawBufferPointer) -> Bool {
