@@ -1,5 +1,6 @@
 import EventLog
 import Foundation
+import Objects
 
 /// The events every subject stores: messenger-like steps, each with a cause, a small payload
 /// and one or two writes whose old values follow from the events before. Deterministic.
@@ -118,4 +119,51 @@ struct ExportedLine: JSONLine {
     var outcome: String
     var payload: [String: String]
     var writes: [TraceLine.Change]
+}
+
+/// The object the typed objects scenarios store: a blog post as an app would declare it.
+/// Deterministic.
+struct BlogPost: StoredObject {
+    var id: String?
+    var title: String
+    var body: String
+    var tags: [String]
+    var author: String
+    /// `nil` while a draft.
+    var publishedAt: Date?
+    var views: Int
+
+    static let paragraphs = [
+        "The bots kept a log of every tap this week, and the log kept them honest: when a thread showed the wrong avatar, "
+            + "we bisected to the event that set it, replayed the session up to that point and watched the bug happen again, "
+            + "step by step, without guessing.",
+        "Most of the time went into search. A filter that clears itself when you pop to the root sounds simple, but three "
+            + "screens read the same property and each one assumed it would still be there. Writing the old value next to the "
+            + "new one in every event made the disagreement obvious at a glance.",
+        "Attachments were the other story. Expanding one used to rebuild the whole conversation, which was fine with ten "
+            + "messages and painful with ten thousand. Now only the expanded row changes, and the snapshot taken after it is "
+            + "exactly as large as what actually moved.",
+        "We also shipped a small web bundle to every install over the air. Each step of the download is an event, so when a "
+            + "phone on a train lost its connection halfway through, its log said which assets had arrived, which had not, and "
+            + "what the next launch would do about it.",
+        "Next week: update prompts. The version check decides whether to nag, and the decision is recorded with its reason, "
+            + "so a user who declined three times is never asked a fourth, and a tester can replay exactly the sequence that "
+            + "led to a forced update.",
+        "Thanks to everyone who sent recordings. A recorded session replays as a regression test in one line, and six of "
+            + "this week's fixes came with one attached, which is the fastest way we know to make sure a bug stays fixed.",
+    ]
+    static let authors = ["aria-7", "dex-builds", "nova", "quill", "rook"]
+    static let tagWords = ["release", "search", "attachments", "deploys", "prompts", "testing", "performance", "design"]
+
+    /// The `i`-th post: a body of eight paragraphs (about 2,000 characters, some 350 words),
+    /// two or three tags, and no `publishedAt` for every third (a draft).
+    static func sample(_ i: Int) -> BlogPost {
+        BlogPost(
+            title: "What the bots learned in week \(i % 52), part \(i / 52 + 1)",
+            body: (0..<8).map { paragraphs[(i + $0) % paragraphs.count] }.joined(separator: "\n\n"),
+            tags: (0..<(2 + i % 2)).map { tagWords[(i + 3 * $0) % tagWords.count] },
+            author: authors[i % authors.count],
+            publishedAt: i % 3 == 0 ? nil : Date(timeIntervalSince1970: 1_767_000_000 + Double(i) * 3_600.5),
+            views: i % 1_000)
+    }
 }

@@ -64,11 +64,12 @@ let batchRuns = [(100, false), (10_000, false), (1, true), (100, true), (10_000,
 let readSteps = [("replay", ["replay", "replay.state"]), ("snapshot.random", ["snapshot.random"]),
                  ("bisect.where", ["bisect.where"]), ("history", ["history"]), ("verify", ["verify"]), ("storage", ["storage"])]
 let objectScenarios = ["objects.create", "objects.update", "objects.delete", "objects.replay", "objects.fetch"]
+let typedObjectScenarios = ["objects.typed.create", "objects.typed.update", "objects.typed.fetch"]
 /// The scenarios that start nats-server.
 let fleetScenarios = ["fleet.ship", "fleet.pull", "fleet.bisect"]
 /// The scenarios that run the release `eventlog` binary.
 let binaryScenarios = ["import.jsonl", "deploy.download", "follow.latency"]
-let allScenarios = ["append.durable.single"] + batchRuns.map(\.name) + ["append.concurrent"] + objectScenarios
+let allScenarios = ["append.durable.single"] + batchRuns.map(\.name) + ["append.concurrent"] + objectScenarios + typedObjectScenarios
     + readSteps.flatMap(\.1) + binaryScenarios + fleetScenarios
 let filter = only
 func wanted(_ name: String) -> Bool { filter.map { name.contains($0) } ?? true }
@@ -106,6 +107,9 @@ do {
     try step("append.concurrent") { [try Scenarios.concurrent(producers: 16, perProducer: sizes.perProducer)] }
     try step("objects", reporting: objectScenarios) {
         try Scenarios.objects(count: sizes.objects, updates: sizes.objectUpdates, fetches: sizes.fetches)
+    }
+    try step("objects.typed", reporting: typedObjectScenarios) {
+        try Scenarios.typedObjects(count: sizes.objects, updates: sizes.objectUpdates, fetches: sizes.fetches)
     }
     let readNames = readSteps.filter { $0.1.contains(where: wanted) }.map(\.0)
     if !readNames.isEmpty {
