@@ -319,6 +319,18 @@ public final class ObjectStore: @unchecked Sendable {
         return try Self.saved(T.self, stored)
     }
 
+    /// Saves a `StoredObject` inside a transaction of the caller's, so that many saves (and
+    /// other events) commit together; see `save(_:expectedVersion:origin:cause:)`.
+    /// - Throws: Its errors; a conflict or an invalid object is found before anything is
+    ///   appended to `batch`.
+    @discardableResult
+    public func save<T: StoredObject>(_ object: T, expectedVersion: Int64? = nil, origin: Origin = .system, cause: Cause? = nil,
+                                      batch: inout AppendBatch) throws -> Saved<T> {
+        let stored = try save(try ObjectCoding.encode(object), in: T.collection, expectedVersion: expectedVersion, origin: origin, cause: cause,
+                              batch: &batch)
+        return try Self.saved(T.self, stored)
+    }
+
     /// The object with `id`, or `nil`.
     /// - Throws: The errors of `fetch(_:id:)`, and `ObjectStoreError.invalidObject` when the
     ///   stored fields do not decode as `T` or lack the managed `id`, `version` or dates.
