@@ -39,13 +39,13 @@ enum ImportCommand {
         defer { interruption.remove() }
         do throws(CLIError) {
             try run.skipEventsPresent()
-            try run.importRest(reportingTo: interruption, command: resumeCommand(arguments, context))
+            try run.importRest(reportingTo: interruption) { run in continuation(of: run, arguments, context) }
         } catch {
             context.console.endProgress()
             guard let imported = run.imported else { throw error }
             var kept = error
             kept.message += "; the \(run.count) events committed before it (seq \(imported.lowerBound)-\(imported.upperBound)) are kept"
-                + "; after fixing the input, continue with: \(resumeCommand(arguments, context))"
+                + "; after fixing the input, continue with: \(continuation(of: run, arguments, context))"
             throw kept
         }
         context.console.endProgress()
@@ -62,12 +62,18 @@ enum ImportCommand {
         return .ok
     }
 
-    /// The command that continues an interrupted import of the same input.
-    private static func resumeCommand(_ arguments: ParsedArguments, _ context: CommandContext) -> String {
-        var words = ["eventlog", "import", arguments.positionals[0], "--resume"]
+    /// The command that continues an interrupted import of the same input: `--resume` when
+    /// every event read so far carried its seq; else the input from the line after the last
+    /// one committed.
+    private static func continuation(of run: ImportRun, _ arguments: ParsedArguments, _ context: CommandContext) -> String {
+        let source = arguments.positionals[0]
+        var words = ["eventlog", "import"] + (run.everyEventHasSeq ? [source, "--resume"] : ["-"])
         if let batch = arguments.value("batch") { words += ["--batch", batch] }
         words += ["--db", context.databasePath]
-        return words.map(Render.shellQuoted).joined(separator: " ")
+        let command = words.map(Render.shellQuoted).joined(separator: " ")
+        if run.everyEventHasSeq { return command }
+        let next = run.committedThroughLine + 1
+        return source == "-" ? "\(command), given the input from line \(next) on" : "tail -n +\(next) \(Render.shellQuoted(source)) | \(command)"
     }
 }
 
@@ -97,6 +103,12 @@ private struct ImportRun {
     private(set) var count = 0
     /// Events skipped by `--resume`.
     private(set) var skipped = 0
+    /// The line of the last event committed (0 before any).
+    private(set) var committedThroughLine = 0
+    /// Whether every event read so far carried its seq, so that `--resume` can skip them.
+    private(set) var everyEventHasSeq = true
+    /// The line of the last event appended to the transaction under way.
+    private var appendedThroughLine = 0
 
     init(store: EventStore, lines: LineReader, source: String, batchSize: Int?, resume: Bool, console: Console) throws {
         self.store = store
@@ -133,8 +145,9 @@ private struct ImportRun {
         }
     }
 
-    /// Appends the rest of the input, a transaction per batch.
-    mutating func importRest(reportingTo interruption: InterruptionNotice, command: String) throws(CLIError) {
+    /// Appends the rest of the input, a transaction per batch; `command` says how to continue
+    /// after what has been committed.
+    mutating func importRest(reportingTo interruption: InterruptionNotice, command: (ImportRun) -> String) throws(CLIError) {
         while true {
             let mark = (offset: lookahead?.offset ?? lines.offset, line: lookahead.map { $0.number - 1 } ?? lineNumber)
             kept.removeAll(keepingCapacity: true)
@@ -149,7 +162,8 @@ private struct ImportRun {
             if appended > 0 {
                 imported = (imported?.lowerBound ?? last - UInt64(appended) + 1)...last
                 count += appended
-                interruption.committed("the \(count) events committed before it (seq \(imported!.lowerBound)-\(imported!.upperBound)) are kept; continue with: \(command)")
+                committedThroughLine = appendedThroughLine
+                interruption.committed("the \(count) events committed before it (seq \(imported!.lowerBound)-\(imported!.upperBound)) are kept; continue with: \(command(self))")
             }
             guard let batchSize, appended == batchSize else { return }
         }
@@ -177,6 +191,7 @@ private struct ImportRun {
             if let replayed = replaying.popFirst() { next = replayed } else { next = try nextEvent().map { ($0.number, $0.event) } }
             guard let (number, item) = next else { break }
             if batchSize != nil && !lines.canRewind { kept.append((number, item)) }
+            if item.seq == nil { everyEventHasSeq = false }
             if let seq = item.seq, seq != batch.lastSeq + 1 {
                 throw CLIError.badInput("\(source) line \(number): seq \(seq) does not follow the log's last seq \(batch.lastSeq)"
                     + (seq <= batch.lastSeq && !resume ? " (to skip the events the log holds, add --resume)" : ""))
@@ -190,6 +205,7 @@ private struct ImportRun {
                 try objects.updateReadModel(after: item.event.writes, in: &batch)
             }
             appended += 1
+            appendedThroughLine = number
             progress.event(count + appended, bytesRead: lines.offset, console: console)
         }
         return appended
