@@ -326,12 +326,8 @@ enum Scenarios {
         let before = residentMemory().anonymous
         var ids: [String] = []
         let saveSeconds = try time {
-            for start in stride(from: 0, to: count, by: 1_000) {
-                try store.transact { batch in
-                    for i in start..<min(count, start + 1_000) {
-                        ids.append(try objects.save(post(i), in: "BlogPost", batch: &batch)["id"]!.stringValue!)
-                    }
-                }
+            try inTransactionsOf1000(count, on: store) { i, batch in
+                ids.append(try objects.save(post(i), in: "BlogPost", batch: &batch)["id"]!.stringValue!)
             }
         }
         func fetchAll() throws -> Measurement {
@@ -341,14 +337,10 @@ enum Scenarios {
         }
         let early = try fetchAll()
         let updateSeconds = try time {
-            for start in stride(from: 0, to: updates, by: 1_000) {
-                try store.transact { batch in
-                    for i in start..<min(updates, start + 1_000) {
-                        var fields = post(i)
-                        fields["id"] = .string(ids[Int.random(in: 0..<ids.count, using: &rng)])
-                        try objects.save(fields, in: "BlogPost", batch: &batch)
-                    }
-                }
+            try inTransactionsOf1000(updates, on: store) { i, batch in
+                var fields = post(i)
+                fields["id"] = .string(ids[Int.random(in: 0..<ids.count, using: &rng)])
+                try objects.save(fields, in: "BlogPost", batch: &batch)
             }
         }
         let late = try fetchAll()
@@ -356,11 +348,7 @@ enum Scenarios {
         // Delete a tenth of the objects, scattered, 1,000 per transaction.
         let doomed = ids.indices.filter { $0 % 10 == 3 }.map { ids[$0] }
         let deleteSeconds = try time {
-            for start in stride(from: 0, to: doomed.count, by: 1_000) {
-                try store.transact { batch in
-                    for id in doomed[start..<min(doomed.count, start + 1_000)] { try objects.delete("BlogPost", id: id, batch: &batch) }
-                }
-            }
+            try inTransactionsOf1000(doomed.count, on: store) { i, batch in try objects.delete("BlogPost", id: doomed[i], batch: &batch) }
         }
         guard try objects.verifyReadModel() == nil else { throw BenchmarkError(description: "read model differs from the log") }
         // Replay the whole objects log through a projection (every event as recorded), as
@@ -401,14 +389,10 @@ enum Scenarios {
         let before = residentMemory().anonymous
         var ids: [String] = []
         let saveSeconds = try time {
-            for start in stride(from: 0, to: count, by: 1_000) {
-                try objects.store.transact { batch in
-                    for i in start..<min(count, start + 1_000) {
-                        let saved = try objects.save(BlogPost.sample(i), batch: &batch)
-                        blackHole(saved.object)
-                        ids.append(saved.id)
-                    }
-                }
+            try inTransactionsOf1000(count, on: objects.store) { i, batch in
+                let saved = try objects.save(BlogPost.sample(i), batch: &batch)
+                blackHole(saved.object)
+                ids.append(saved.id)
             }
         }
         func fetchAll() throws -> Measurement {
@@ -419,14 +403,10 @@ enum Scenarios {
         }
         let early = try fetchAll()
         let updateSeconds = try time {
-            for start in stride(from: 0, to: updates, by: 1_000) {
-                try objects.store.transact { batch in
-                    for i in start..<min(updates, start + 1_000) {
-                        var post = BlogPost.sample(i)
-                        post.id = ids[Int.random(in: 0..<ids.count, using: &rng)]
-                        blackHole(try objects.save(post, batch: &batch).object)
-                    }
-                }
+            try inTransactionsOf1000(updates, on: objects.store) { i, batch in
+                var post = BlogPost.sample(i)
+                post.id = ids[Int.random(in: 0..<ids.count, using: &rng)]
+                blackHole(try objects.save(post, batch: &batch).object)
             }
         }
         let late = try fetchAll()
@@ -445,6 +425,15 @@ enum Scenarios {
                            measurements: [early, lateNamed],
                            note: "each fetch decodes the stored fields into a BlogPost; the second row's ratio is the short log's fetch rate over the long log's"),
         ]
+    }
+
+    /// Calls `body` for 0..<count, 1,000 calls per transaction of `store`.
+    private static func inTransactionsOf1000(_ count: Int, on store: EventStore, _ body: (Int, inout AppendBatch) throws -> Void) throws {
+        for start in stride(from: 0, to: count, by: 1_000) {
+            try store.transact { batch in
+                for i in start..<min(count, start + 1_000) { try body(i, &batch) }
+            }
+        }
     }
 
     /// A new store for the objects scenarios: commits that may lose the last one on a crash

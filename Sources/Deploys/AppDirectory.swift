@@ -231,10 +231,10 @@ enum Files {
                                       name: (_ hash: String) -> String) throws(DeployError) -> (hash: String, name: String) {
         guard let input = FileHandle(forReadingAtPath: source) else { throw .filesystem("cannot read \(source)") }
         defer { try? input.close() }
-        let temporary = directory + "/.incoming-" + UUID().uuidString
-        guard FileManager.default.createFile(atPath: temporary, contents: nil), let output = FileHandle(forWritingAtPath: temporary) else {
-            throw .filesystem("cannot write \(temporary)")
-        }
+        let temporary = directory + "/.incoming-" + uniqueSuffix()
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else { throw .filesystem("cannot write \(temporary): \(String(cString: strerror(errno)))") }
+        let output = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         var hasher = SHA256()
         do {
             defer { try? output.close() }

@@ -32,7 +32,7 @@ struct TestGenerator<Model: EffectModel> {
     typealias Engine = EffectEngine<Model>
 
     /// The test for `records` (a contiguous range of the log), `before` being the state right
-    /// before the first of them. `scratch` is a directory the generator may use and remove.
+    /// before the first of them. `scratch` is an empty directory the generator may use.
     func generate(_ records: [EventRecord], before: StateValue, name: String, command: String, scratch: String) throws -> Output {
         guard let first = records.first else { throw Failure(description: "no events in the range") }
         let clock = ManualClock(start: first.time)
@@ -280,6 +280,7 @@ extension CommandSpec {
             }
             let generator = TestGenerator(model: model, imports: imports, plan: plan, planExpression: planExpression)
             let scratch = NSTemporaryDirectory() + "eventlog-testgen-\(UUID().uuidString)"
+            try attempt { try EventStore.makeScratch(at: scratch) }
             defer { EventStore.removeScratch(at: scratch) }
             let output = try attempt {
                 try generator.generate(records, before: before, name: name,

@@ -68,7 +68,9 @@ public struct Fleet: Sendable {
     ///   - predicate: The state sought, as `bisect --where` takes it.
     ///   - requested: The logs to search; `nil` for every log in the stream.
     ///   - scratch: An existing directory; each log's copy is made in a directory of its own
-    ///     in it, named by the log's id, and removed when its search ends.
+    ///     in it, named by the log's id, and removed when its search ends. A directory of that
+    ///     name already there is refused for that log (an `LMDBError` of `EEXIST`), never used
+    ///     or removed.
     ///   - progress: Called with the number of logs searched so far after each one, from any
     ///     thread.
     /// - Throws: The errors of `logs()` when no logs are given; otherwise the first failure,
@@ -89,7 +91,9 @@ public struct Fleet: Sendable {
     /// Pulls one log into `scratch` (a directory this call creates) and bisects it; the copy
     /// is removed when done.
     private func find(_ logID: UUID, _ predicate: StatePredicate, scratch: String) throws -> Finding {
+        try EventStore.makeScratch(at: scratch)
         defer { EventStore.removeScratch(at: scratch) }
+        // The copy is closed when the closure returns, before the defer removes its files.
         let finding = try {
             let copy = try EventStore(path: scratch, options: { var options = EventStore.Options(); options.durability = .lastCommitMayBeLost; return options }())
             var puller = Puller(servers: servers)

@@ -30,6 +30,21 @@ func storedRecords(_ store: EventStore) throws -> [[UInt8]] {
 }
 
 @Suite(.serialized) struct ShippingTests {
+    /// A bisect's copy of a log goes in a directory the call makes; one of that name already
+    /// in the scratch directory (someone's copy of the log, say) is refused, never used or
+    /// removed. Refused before any server is asked, so none is started.
+    @Test func aBisectNeverUsesOrRemovesADirectoryItDidNotMake() throws {
+        let scratch = TemporaryDirectory()
+        let id = UUID()
+        let theirs = scratch.file(id.uuidString.lowercased())
+        try FileManager.default.createDirectory(atPath: theirs, withIntermediateDirectories: false)
+        try Data("keep me".utf8).write(to: URL(fileURLWithPath: theirs + "/data.mdb"))
+        #expect(throws: LMDBError(code: EEXIST)) {
+            try Fleet(servers: "nats://127.0.0.1:1").bisect(where: try StatePredicate(parsing: "a == 1"), logs: [id], scratch: scratch.path)
+        }
+        #expect(try String(contentsOfFile: theirs + "/data.mdb", encoding: .utf8) == "keep me")
+    }
+
     @Test func aShippedLogPullsBackRecordForRecordAndAgainOnlyWhatIsNew() throws {
         let nats = try NATSServers()
         let log = try counterLog(300)

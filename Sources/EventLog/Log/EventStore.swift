@@ -153,8 +153,15 @@ public final class EventStore: @unchecked Sendable {
         tip.withLock { $0 = known }
     }
 
-    /// Removes a database directory a call created for its own scratch work: LMDB's two files,
-    /// then the directory, only once it is empty (never recursively). Close the store first.
+    /// Creates the directory `path` for a call's own scratch database; one already there is
+    /// refused (`EEXIST`), so that `removeScratch` only ever removes what this call made.
+    /// - Throws: An ``LMDBError`` holding the `errno` of a failed `mkdir`.
+    package static func makeScratch(at path: String) throws {
+        guard mkdir(path, 0o700) == 0 else { throw LMDBError(code: errno) }
+    }
+
+    /// Removes a database directory `makeScratch` created: LMDB's two files, then the
+    /// directory, only once it is empty (never recursively). Close the store first.
     package static func removeScratch(at path: String) {
         for file in ["data.mdb", "lock.mdb"] { unlink(path + "/" + file) }
         rmdir(path)
