@@ -12,8 +12,6 @@ enum { slots = 32 };
 static _Atomic(uintptr_t) map_base[slots];
 static _Atomic(size_t) map_size[slots];
 static atomic_int slot_taken[slots];
-/// One past the highest slot ever taken: the maps to search.
-static atomic_int slots_in_use = 0;
 
 static const char *fault_message = "";
 static size_t fault_message_length = 0;
@@ -23,11 +21,7 @@ static const int signals[3] = {SIGSEGV, SIGBUS, SIGABRT};
 int eventlog_fault_guard_take_slot(void) {
     for (int slot = 0; slot < slots; slot++) {
         int expected = 0;
-        if (atomic_compare_exchange_strong(&slot_taken[slot], &expected, 1)) {
-            int high = atomic_load(&slots_in_use);
-            while (high < slot + 1 && !atomic_compare_exchange_weak(&slots_in_use, &high, slot + 1)) {}
-            return slot;
-        }
+        if (atomic_compare_exchange_strong(&slot_taken[slot], &expected, 1)) return slot;
     }
     return -1;
 }
@@ -38,17 +32,6 @@ void eventlog_fault_guard_set_map(int slot, const void *base, size_t size) {
     atomic_store(&map_base[slot], (uintptr_t)base);
     atomic_store(&map_size[slot], size);
     if (size == 0) atomic_store(&slot_taken[slot], 0);
-}
-
-int eventlog_fault_guard_overruns_map(const void *start, size_t count) {
-    uintptr_t address = (uintptr_t)start;
-    int used = atomic_load_explicit(&slots_in_use, memory_order_acquire);
-    for (int slot = 0; slot < used; slot++) {
-        uintptr_t base = atomic_load_explicit(&map_base[slot], memory_order_relaxed);
-        size_t size = atomic_load_explicit(&map_size[slot], memory_order_relaxed);
-        if (size != 0 && address >= base && address - base < size) return count > size - (address - base);
-    }
-    return 0;
 }
 
 static int inside_a_map(uintptr_t address) {

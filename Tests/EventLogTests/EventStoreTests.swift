@@ -187,8 +187,25 @@ import Testing
         }
         #expect(try store.lastSeq() == 1_000_000)
         #expect(store.environment.mapSize > 1 << 20)
+        #expect(store.environment.mapBounds.size == store.environment.mapSize)
         #expect(try store.snapshot(after: 765_432) == ["count": 765_432])
         #expect(try store.verify().eventsChecked == 1_000_000)
+    }
+
+    /// The checks of every value read need to know where the map is. It is found in
+    /// `/proc/self/maps`, which in a process of many mappings (this one's runs to tens of
+    /// KiB) the kernel hands over a page at a time: read in one go, the map was missed.
+    @Test func theMapIsFoundInAProcessOfManyMappings() throws {
+        let table = String(decoding: try #require(MapBounds.readProcessMaps()), as: UTF8.self)
+        #expect(table.utf8.count > 4096)
+        #expect(table.contains("[stack]")) // the main thread's stack, near the end of the table
+        let dirs = (0..<3).map { _ in TemporaryDirectory() }
+        let stores = try dirs.map { try EventStore(path: $0.path, options: .testing()) }
+        for store in stores {
+            let map = store.environment.mapBounds
+            #expect(map.size == store.environment.mapSize)
+            #expect(stores.filter { $0.environment.mapBounds == map }.count == 1)
+        }
     }
 
     /// A record's size in its page damaged so that it runs far past the file: reading it

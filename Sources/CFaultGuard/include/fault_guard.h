@@ -17,11 +17,6 @@ void eventlog_fault_guard_set_map(int slot, const void *base, size_t size);
 /// A free slot for a map, or -1 when all 32 are taken.
 int eventlog_fault_guard_take_slot(void);
 
-/// Whether [start, start + count) begins inside a recorded map and runs past its end: a size
-/// read from a damaged page, which reading would take out of the map (a fault no handler can
-/// tell from a bug). Memory outside every map (a write transaction's dirty pages) is never.
-int eventlog_fault_guard_overruns_map(const void *start, size_t count);
-
 /// For LMDB's assertion callback: once the handlers are installed, writes the message and
 /// exits with status 1 (an assertion LMDB fails is a damaged file); before, returns.
 void eventlog_fault_guard_assertion_failed(void);

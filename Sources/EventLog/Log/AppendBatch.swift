@@ -7,6 +7,8 @@ public struct AppendBatch: ~Copyable {
     /// Cursors that append to the log's databases, open for the batch's lifetime.
     private let events: OpaquePointer
     private let keyframes: OpaquePointer
+    /// Where the transaction's environment is mapped, for the values it borrows.
+    private let map: MapBounds
     private var writer = BinaryWriter(capacity: 512)
     private(set) var tip: Tip
 
@@ -15,13 +17,17 @@ public struct AppendBatch: ~Copyable {
     /// The state after `lastSeq`, including this batch's writes.
     public var state: StateValue { tip.state }
 
-    init(store: EventStore, transaction: OpaquePointer, events: OpaquePointer, keyframes: OpaquePointer, tip: Tip) {
+    init(store: EventStore, transaction: borrowing Transaction, events: borrowing Cursor, keyframes: borrowing Cursor, tip: Tip) {
         self.store = store
-        self.transaction = transaction
-        self.events = events
-        self.keyframes = keyframes
+        self.transaction = transaction.handle
+        self.events = events.handle
+        self.keyframes = keyframes.handle
+        self.map = transaction.map
         self.tip = tip
     }
+
+    /// The batch's transaction, lent again to the calls below.
+    private var txn: Transaction { Transaction(handle: transaction, map: map) }
 
     /// Appends `event` after checking that it keeps to `StateLimits` and that every write's
     /// old value matches the state, and returns it as stored. `time` defaults to the store's clock.
@@ -126,7 +132,7 @@ public struct AppendBatch: ~Copyable {
     }
 
     private func put(_ record: UnsafeRawBufferPointer, seq: UInt64) throws {
-        try RecordCodec.withKey(seq) { try Cursor(handle: events).append(key: $0, value: record) }
+        try RecordCodec.withKey(seq) { try Cursor(handle: events, map: map).append(key: $0, value: record) }
     }
 
     /// Moves the tip past the record just put, and stores a keyframe when the policy calls for one.
@@ -135,42 +141,41 @@ public struct AppendBatch: ~Copyable {
         guard tip.progress.record(recordBytes, stateDelta: stateDelta, policy: store.keyframePolicy) else { return }
         RecordCodec.encodeKeyframe(tip.state, seq: tip.seq, into: &writer)
         try RecordCodec.withKey(tip.seq) { key in
-            try writer.withUnsafeBytes { try Cursor(handle: keyframes).append(key: key, value: $0) }
+            try writer.withUnsafeBytes { try Cursor(handle: keyframes, map: map).append(key: key, value: $0) }
         }
         tip.progress.keyframeWritten(writer.count)
     }
 
     /// Reads a read model kept beside the log, in this transaction (seeing this batch's puts).
     package func get(_ db: Database, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
-        try Transaction(handle: transaction).get(db, key: key)
+        try txn.get(db, key: key)
     }
 
     /// Writes a read model kept beside the log; it commits (or not) with the batch's events.
     package func put(_ db: Database, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
-        try Transaction(handle: transaction).put(db, key: key, value: value)
+        try txn.put(db, key: key, value: value)
     }
 
     /// Removes an entry of a read model kept beside the log; returns whether it was there.
     @discardableResult
     package func delete(_ db: Database, key: UnsafeRawBufferPointer) throws -> Bool {
-        try Transaction(handle: transaction).delete(db, key: key)
+        try txn.delete(db, key: key)
     }
 
     /// Removes every entry of a read model kept beside the log, in this transaction.
     package func empty(_ db: Database) throws {
-        try Transaction(handle: transaction).empty(db)
+        try txn.empty(db)
     }
 
     /// Deletes a read model kept beside the log, when it exists; its handles become invalid.
     package func removeDatabase(named name: String) throws {
         precondition(!["events", "keyframes", "meta"].contains(name), "\(name) is one of the log's own databases")
-        let txn = Transaction(handle: transaction)
         guard let db = try txn.openDatabase(named: name) else { return }
         try txn.empty(db, deletingDatabase: true)
     }
 
     /// Lends a cursor over a read model kept beside the log, in this transaction.
     package func withCursor<R>(_ db: Database, _ body: (borrowing Cursor) throws -> R) throws -> R {
-        try Transaction(handle: transaction).withCursor(db, body)
+        try txn.withCursor(db, body)
     }
 }

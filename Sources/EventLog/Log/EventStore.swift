@@ -277,8 +277,8 @@ public final class EventStore: @unchecked Sendable {
                         // Moved through a local: a variable captured by a closure cannot be consumed.
                         var batchTip = Tip.unknown
                         swap(&batchTip, &start)
-                        var batch = AppendBatch(store: self, transaction: txn.handle, events: eventsCursor.handle,
-                                                keyframes: keyframesCursor.handle, tip: consume batchTip)
+                        var batch = AppendBatch(store: self, transaction: txn, events: eventsCursor,
+                                                keyframes: keyframesCursor, tip: consume batchTip)
                         let result = try body(&batch)
                         newTip = batch.tip
                         return result

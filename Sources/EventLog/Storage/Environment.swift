@@ -57,6 +57,8 @@ package final class Environment: @unchecked Sendable {
     private let resizeLock: UnsafeMutablePointer<pthread_rwlock_t>
     /// Where `FaultGuard` keeps this environment's map (which moves when the map grows).
     private let faultGuardSlot = FaultGuard.takeSlot()
+    /// Where the map is, handed to every transaction; changes only under the exclusive `resizeLock`.
+    private(set) var mapBounds = MapBounds.unknown
 
     /// Opens the environment in directory `path`, which must exist unless read-only. Every
     /// failure closes what was opened before throwing. Reach it through `open(path:options:)`,
@@ -88,21 +90,11 @@ package final class Environment: @unchecked Sendable {
         recordMap()
     }
 
-    /// Tells `FaultGuard` where the map is now. LMDB does not say (`me_mapaddr` is only set
-    /// for fixed maps), so it is found in `/proc/self/maps` by the file's inode and name.
+    /// Finds where the map is now (it moves when it grows), for the checks of every borrowed
+    /// value (`mapBounds`) and for `FaultGuard`. Runs where no transaction of the process is active.
     private func recordMap() {
-        var file = stat()
-        guard stat(path + "/data.mdb", &file) == 0,
-              let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else { return }
-        // Each line: "start-end perms offset major:minor inode path".
-        for line in maps.split(separator: "\n") {
-            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard fields.count >= 6, UInt64(fields[4]) == UInt64(file.st_ino), fields[5...].joined(separator: " ").hasSuffix("/data.mdb") else { continue }
-            let range = fields[0].split(separator: "-").compactMap { UInt(String($0), radix: 16) }
-            guard range.count == 2, range[1] > range[0] else { continue }
-            FaultGuard.setMap(faultGuardSlot, base: UnsafeRawPointer(bitPattern: range[0]), size: Int(range[1] - range[0]))
-            return
-        }
+        mapBounds = MapBounds.find(mappingOf: path + "/data.mdb") ?? .unknown
+        FaultGuard.setMap(faultGuardSlot, base: UnsafeRawPointer(bitPattern: mapBounds.start), size: mapBounds.size)
     }
 
     /// Clears the reader slots of processes that died inside a read transaction. LMDB keeps
@@ -223,7 +215,7 @@ package final class Environment: @unchecked Sendable {
             result = guarded { mdb_txn_begin(handle, nil, flags, &txn) }
         }
         try check(result)
-        let transaction = Transaction(handle: txn!)
+        let transaction = Transaction(handle: txn!, map: mapBounds)
         let value: R
         do {
             value = try body(transaction)

@@ -35,12 +35,6 @@ package enum FaultGuard {
     /// returns and LMDB goes on as it would.
     static func lmdbAssertionFailed() { eventlog_fault_guard_assertion_failed() }
 
-    /// Whether `bytes`, borrowed from LMDB, begin inside a recorded map and run past its end:
-    /// a size read from a damaged page, which reading would take out of the map.
-    static func overrunsMap(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        eventlog_fault_guard_overruns_map(bytes.baseAddress, bytes.count) != 0
-    }
-
     /// Records the map of the environment in `slot`; size 0 forgets it and frees the slot.
     static func setMap(_ slot: Int32, base: UnsafeRawPointer?, size: Int) {
         eventlog_fault_guard_set_map(slot, base, size)

@@ -11,6 +11,8 @@ package struct Entry {
 /// It cannot be copied out of that closure.
 package struct Transaction: ~Copyable {
     let handle: OpaquePointer
+    /// Where the environment's file is mapped: every value borrowed is checked to end inside it.
+    let map: MapBounds
 
     /// Opens the named database; with `create` (write transactions only) it is created when
     /// missing. Returns `nil` when it does not exist. The handle stays valid for the
@@ -57,7 +59,7 @@ package struct Transaction: ~Copyable {
         let result = guarded { mdb_get(handle, db.id, &k, &v) }
         if result == MDB_NOTFOUND { return nil }
         try check(result)
-        return try borrowed(v)
+        return try map.borrowed(v)
     }
 
     /// Stores `value` under `key`, replacing what was there. To add keys in increasing order,
@@ -96,7 +98,7 @@ package struct Transaction: ~Copyable {
         var cursor: OpaquePointer?
         try check(mdb_cursor_open(handle, db.id, &cursor))
         defer { mdb_cursor_close(cursor) }
-        return try body(Cursor(handle: cursor!))
+        return try body(Cursor(handle: cursor!, map: map))
     }
 }
 
@@ -104,6 +106,8 @@ package struct Transaction: ~Copyable {
 /// Each move returns the entry it lands on, or `nil` when there is none.
 package struct Cursor: ~Copyable {
     let handle: OpaquePointer
+    /// The map of the transaction the cursor belongs to.
+    let map: MapBounds
 
     package func first() throws -> Entry? { try move(MDB_FIRST) }
     package func last() throws -> Entry? { try move(MDB_LAST) }
@@ -135,15 +139,16 @@ package struct Cursor: ~Copyable {
         let result = guarded { mdb_cursor_get(handle, &k, &v, op) }
         if result == MDB_NOTFOUND { return nil }
         try check(result)
-        return Entry(key: try borrowed(k), value: try borrowed(v))
+        return Entry(key: try map.borrowed(k), value: try map.borrowed(v))
     }
 }
 
-/// The bytes `value` points at in the map, checked to end inside it: LMDB takes sizes from
-/// the pages unchecked, and a damaged size would send a reader past the map's end.
-/// - Throws: ``LMDBError/corrupted`` for a size that runs past the map.
-private func borrowed(_ value: MDB_val) throws(LMDBError) -> UnsafeRawBufferPointer {
-    let bytes = UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
-    guard !FaultGuard.overrunsMap(bytes) else { throw .corrupted }
-    return bytes
+extension MapBounds {
+    /// The bytes `value` points at, checked to end inside the map when they begin in it.
+    /// - Throws: ``LMDBError/corrupted`` for a size that runs past the map.
+    fileprivate func borrowed(_ value: MDB_val) throws(LMDBError) -> UnsafeRawBufferPointer {
+        let bytes = UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
+        guard !isOverrun(by: bytes) else { throw .corrupted }
+        return bytes
+    }
 }
