@@ -40,20 +40,25 @@ struct NewDatabase: Sendable {
     }
 }
 
-/// What to tell a person who interrupts an import with Ctrl-C (SIGINT) or SIGTERM: what was
-/// kept and how to continue. Until the first commit, nothing was kept.
+/// What to tell a person who interrupts an import with Ctrl-C (SIGINT), SIGTERM or a hang-up
+/// (SIGHUP, a closed terminal): what was kept and how to continue. Until the first commit,
+/// nothing was kept.
 final class InterruptionNotice: @unchecked Sendable {
+    private static let signals = [SIGINT, SIGTERM, SIGHUP]
     private let message = Mutex("nothing was imported")
     private let committed = Atomic(false)
     /// Set by `install` and cleared by `remove`, both on the command's thread.
-    private var sources: [any DispatchSourceSignal] = []
+    private var sources: [(number: Int32, source: any DispatchSourceSignal)] = []
 
     /// Starts listening; `remove()` restores the default handling. Interrupted before its
-    /// first commit, the command removes the database it created in `store`, if it did.
+    /// first commit, the command removes the database it created in `store`, if it did. A
+    /// signal the process was started ignoring stays ignored (`nohup`, a job a script put in
+    /// the background).
     static func install(removingIfEmpty created: NewDatabase, of store: EventStore) -> InterruptionNotice {
         let notice = InterruptionNotice()
-        let list = [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
+        let ignored = unsafeBitCast(SIG_IGN, to: Int.self)
+        notice.sources = signals.compactMap { number in
+            guard unsafeBitCast(signal(number, SIG_IGN), to: Int.self) != ignored else { return nil }
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { [notice] in
                 let text = notice.message.withLock { $0 }
@@ -63,9 +68,8 @@ final class InterruptionNotice: @unchecked Sendable {
                 exit(128 + number)
             }
             source.resume()
-            return source
+            return (number, source)
         }
-        notice.sources = list
         return notice
     }
 
@@ -76,9 +80,10 @@ final class InterruptionNotice: @unchecked Sendable {
     }
 
     func remove() {
-        for source in sources { source.cancel() }
+        for (number, source) in sources {
+            source.cancel()
+            signal(number, SIG_DFL)
+        }
         sources.removeAll()
-        signal(SIGINT, SIG_DFL)
-        signal(SIGTERM, SIG_DFL)
     }
 }

@@ -171,6 +171,8 @@ import Testing
         (["show", "-3"], "Error: N must be a whole number (0 or more), not \"-3\"\nUsage: eventlog show N [--path PATH] [--db PATH] [--json]\n"),
         (["verify", "--json=yes"], "Error: --json takes no value\nUsage: eventlog verify [--db PATH] [--json]\n"),
         (["import", "-", "--batch", "0"], "Error: --batch must be a positive whole number, not \"0\"\nUsage: eventlog import FILE [--batch N] [--resume] [--db PATH] [--json]\n"),
+        (["log", "--db", ""], "Error: --db needs a directory, not an empty path\nUsage: eventlog log [--from N] [--to N] [--stream S[,S…]] [--type T[,T…]] [--outcome O[,O…]] [--hide-noop] [--touching PATH] [--follow] [--db PATH] [--json]\n"),
+        (["help", "diff", "show"], "Error: help takes one command, not 2 words\nUsage: eventlog <command> [arguments] [--db PATH] [--json]\n"),
     ])
     func usageErrorsExitTwoWithTheUsageLine(_ arguments: [String], _ message: String) {
         let result = eventlog(arguments)
@@ -190,6 +192,7 @@ import Testing
         let overview = eventlog([])
         #expect(overview.out.contains("SUBCOMMANDS:"))
         #expect(eventlog(["--help"]).out == overview.out)
+        #expect(eventlog(["help", "help"]).out == overview.out)
     }
 
     @Test func doubleDashEndsOptions() throws {

@@ -59,19 +59,36 @@ import Testing
         }
         let lines = (0..<400_000).map { #"{"stream":"s","type":"t","payload":\#($0)}"# }.joined(separator: "\n")
         try lines.write(toFile: dir.file("many.jsonl"), atomically: true, encoding: .utf8)
-        let process = try spawnEventlog(["import", dir.file("many.jsonl"), "--db", dir.file("interrupted.lmdb")])
-        let err = Pipe()
-        process.standardError = err
+        // Ctrl-C, and the hang-up of a closed terminal or ssh session.
+        for number in [SIGINT, SIGHUP] {
+            let db = dir.file("interrupted-\(number).lmdb")
+            let process = try spawnEventlog(["import", dir.file("many.jsonl"), "--db", db])
+            let err = Pipe()
+            process.standardError = err
+            try process.run()
+            // Interrupt once the import has begun its one transaction.
+            while !FileManager.default.fileExists(atPath: db + "/data.mdb") { usleep(10_000) }
+            usleep(200_000)
+            kill(process.processIdentifier, number)
+            let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 128 + number, "\(message)")
+            #expect(message == "Interrupted: nothing was imported\n")
+            #expect(!FileManager.default.fileExists(atPath: db))
+        }
+        // Started with the hang-up ignored (nohup), an import goes on through it.
+        let kept = dir.file("nohup.lmdb")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", #"trap '' HUP && exec "$0" "$@""#, builtExecutable().path, "import", dir.file("many.jsonl"), "--db", kept]
+        process.standardOutput = FileHandle.nullDevice
         try process.run()
-        // Interrupt once the import has begun its one transaction.
-        while !FileManager.default.fileExists(atPath: dir.file("interrupted.lmdb/data.mdb")) { usleep(10_000) }
+        while !FileManager.default.fileExists(atPath: kept + "/data.mdb") { usleep(10_000) }
         usleep(200_000)
-        process.interrupt()
-        let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        kill(process.processIdentifier, SIGHUP)
         process.waitUntilExit()
-        #expect(process.terminationStatus == 130, "\(message)")
-        #expect(message == "Interrupted: nothing was imported\n")
-        #expect(!FileManager.default.fileExists(atPath: dir.file("interrupted.lmdb")))
+        #expect(process.terminationStatus == 0)
+        #expect(try runEventlog(["info", "--json", "--db", kept]).out.contains(#""events":400000"#))
     }
 
     @Test func demoForceReplacesTheLogAndNothingElse() throws {

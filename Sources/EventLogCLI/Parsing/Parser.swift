@@ -25,7 +25,8 @@ struct Parser {
             return .version
         }
         if first == "help" {
-            guard arguments.count > 1 else { return .help(nil) }
+            guard arguments.count > 1, arguments[1] != "help" else { return .help(nil) }
+            guard arguments.count == 2 else { throw CLIError.usage("help takes one command, not \(arguments.count - 1) words") }
             guard let spec = command(named: arguments[1]) else { throw unknownCommand(arguments[1]) }
             return .help(spec)
         }
@@ -86,6 +87,7 @@ struct Parser {
                 index += 1
             }
         }
+        if parsed.values["db"] == "" { throw CLIError.usage("--db needs a directory, not an empty path") }
         let required = spec.arguments.filter { !$0.isOptional }.count
         if parsed.positionals.count < required {
             throw CLIError.usage("missing \(spec.arguments[parsed.positionals.count].name)")
