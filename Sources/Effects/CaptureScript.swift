@@ -1,7 +1,8 @@
 import EventLog
 
 /// A capture session: URLs fired at the app, waits, system steps, and markers where the
-/// state is worth capturing. One instruction per line; `#` starts a comment:
+/// state is worth capturing. One instruction per line; a word that begins with `#` starts a
+/// comment, as in a shell (so a URL's fragment, `open botmessages://x#y`, stays whole):
 ///
 ///     open botmessages://avatar/aria-7/expanded
 ///     wait 250ms
@@ -42,8 +43,8 @@ public struct CaptureScript: Sendable, Hashable {
         // Any line ending: "\r\n" is one Character in Swift, which a split on "\n" misses.
         for (index, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let number = index + 1
-            let content = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
-            let words = content.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).map(String.init)
+            let words = raw.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" })
+                .prefix { !$0.hasPrefix("#") }.map(String.init)
             guard let keyword = words.first else { continue }
             func fail(_ reason: String) -> CaptureScriptError { CaptureScriptError(line: number, reason: reason) }
             let instruction: Instruction

@@ -32,9 +32,9 @@ public enum Render {
     public static func traceLine(_ record: EventRecord) -> String {
         let event = record.event
         return seq(record)
-            + "  " + String(event.cause?.step ?? 0).padding(toLength: 3, withPad: " ", startingAt: 0)
-            + stepName(event).padding(toLength: 36, withPad: " ", startingAt: 0)
-            + " " + event.outcome.name.padding(toLength: 10, withPad: " ", startingAt: 0)
+            + "  " + column(String(event.cause?.step ?? 0), 2)
+            + column(stepName(event), 35)
+            + " " + column(event.outcome.name, 9)
             + detail(event)
     }
 
@@ -48,7 +48,7 @@ public enum Render {
     }
 
     /// `text` padded to `width` and one space more: never cut, always apart from what follows.
-    private static func column(_ text: String, _ width: Int) -> String {
+    static func column(_ text: String, _ width: Int) -> String {
         text + String(repeating: " ", count: max(0, width - text.count) + 1)
     }
 

@@ -203,11 +203,12 @@ final class Harness {
             swipe-back
             capture home
             capture label app.label
+            open botmessages://thread/t1#latest #a fragment, then a comment
             """)
-        #expect(script.lines.map(\.number) == [2, 3, 4, 6, 7, 8])
+        #expect(script.lines.map(\.number) == [2, 3, 4, 6, 7, 8, 9])
         #expect(script.lines.map(\.instruction) == [
             .open("botmessages://home"), .wait(microseconds: 250_000), .wait(microseconds: 1_500_000), .swipeBack,
-            .capture(name: "home", path: nil), .capture(name: "label", path: "app.label"),
+            .capture(name: "home", path: nil), .capture(name: "label", path: "app.label"), .open("botmessages://thread/t1#latest"),
         ])
     }
 

@@ -547,4 +547,18 @@ import Testing
         #expect(Render.fitted("\u{1B}[32mabc\u{1B}[0mdefg", width: 6) == "\u{1B}[32mabc\u{1B}[0mde…\u{1B}[0m")
         #expect(Render.fitted("\u{1B}[32mabc\u{1B}[0mdef", width: 6) == "\u{1B}[32mabc\u{1B}[0mdef")
     }
+
+    /// Only a terminal's width cuts a row: a trace line keeps a long step name, and a step
+    /// number of four digits, whole.
+    @Test func aTraceLineKeepsEveryColumnWhole() {
+        let step = "prompt(" + String(repeating: "x", count: 40) + ")"
+        let record = EventRecord(seq: 7, time: Timestamp(microsecondsSince1970: 0),
+                                 event: Event(stream: "updates", type: "prompt", cause: Cause(id: "p", step: 1234),
+                                              payload: ["version": .string(String(repeating: "x", count: 40))]), checksum: 0)
+        let line = Render.traceLine(record)
+        #expect(line.hasSuffix("  1234 " + step + "  applied   "), "\(line)")
+        let short = Render.traceLine(EventRecord(seq: 7, time: Timestamp(microsecondsSince1970: 0),
+                                                 event: Event(stream: "s", type: "t", cause: Cause(id: "p", step: 1)), checksum: 0))
+        #expect(short == "      7  1  t" + String(repeating: " ", count: 36) + "applied   ", "\(short)")
+    }
 }
