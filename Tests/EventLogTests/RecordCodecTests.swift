@@ -189,11 +189,13 @@ import Testing
         (#"{"stream":"s","type":"x","origin":""}"#, "origin \"\" must be 1 to 64 bytes without control characters"),
         (#"{"stream":"s","type":"x","colour":1}"#, "unknown key \"colour\" in event"),
         (#"{"stream":"s","type":"x","writes":[{"path":"a..b"}]}"#, "write path \"a..b\": column 3: expected a key"),
-        (#"{"stream":"s","type":"x","time":"noon"}"#, "\"time\" is not RFC 3339: noon"),
+        (#"{"stream":"s","type":"x","time":"noon"}"#, "\"time\" noon: expected YYYY-MM-DDTHH:MM:SS, an optional fraction, then Z or ±HH:MM"),
         (#"[1]"#, "event must be a JSON object, not array"),
-        (#"{"stream":"s","type":"x","cause":{"id":"p","step":"3"}}"#, "cause step must be a whole number, 0 or more"),
-        (#"{"stream":"s","type":"x","cause":{"id":"p","step":3.5}}"#, "cause step must be a whole number, 0 or more"),
-        (#"{"stream":"s","type":"x","cause":{"id":"p","step":-1}}"#, "cause step must be a whole number, 0 or more"),
+        (#"{"stream":"s","type":"x","cause":{"id":"p","step":"3"}}"#, "cause step must be an integer, 0 or more, written without a fraction or exponent"),
+        (#"{"stream":"s","type":"x","cause":{"id":"p","step":3.5}}"#, "cause step must be an integer, 0 or more, written without a fraction or exponent"),
+        (#"{"stream":"s","type":"x","cause":{"id":"p","step":1e3}}"#, "cause step must be an integer, 0 or more, written without a fraction or exponent"),
+        (#"{"stream":"s","type":"x","time":"2016-12-31T23:59:60Z"}"#, "\"time\" 2016-12-31T23:59:60Z: second 60 is a leap second, which the log's clock does not have"),
+        (#"{"stream":"s","type":"x","cause":{"id":"p","step":-1}}"#, "cause step must be an integer, 0 or more, written without a fraction or exponent"),
     ])
     func importRejectsBadRecordsWithAReason(_ json: String, _ message: String) throws {
         do {

@@ -187,6 +187,23 @@ import Testing
         #expect(Timestamp(rfc3339: "yesterday") == nil)
     }
 
+    @Test(arguments: [
+        ("yesterday", "expected YYYY-MM-DDTHH:MM:SS, an optional fraction, then Z or ±HH:MM"),
+        ("2025-11-30T02:05:40", "expected YYYY-MM-DDTHH:MM:SS, an optional fraction, then Z or ±HH:MM"),
+        ("2025-13-01T00:00:00Z", "there is no month 13"),
+        ("2026-02-29T00:00:00Z", "month 2 of 2026 has days 1 to 28, not 29"),
+        ("2026-01-01T24:00:00Z", "there is no hour 24"),
+        ("2026-01-01T23:60:00Z", "there is no minute 60"),
+        ("2016-12-31T23:59:60Z", "second 60 is a leap second, which the log's clock does not have"),
+        ("2026-01-01T00:00:00.0000001Z", "the fraction is finer than a microsecond, which the log keeps"),
+        ("2026-01-01T00:00:00+24:00", "the offset must be under 24 hours and its minutes under 60"),
+        ("0000-01-01T00:00:00+00:01", "it falls outside the years 0000 to 9999 in UTC"),
+    ])
+    func aTimeThatDoesNotFitSaysWhy(_ text: String, _ reason: String) {
+        #expect(throws: TimestampFormatError(reason: reason)) { try Timestamp(parsingRFC3339: text) }
+        #expect(Timestamp(rfc3339: text) == nil)
+    }
+
     @Test func formatsEveryFieldAtItsWidthAndReadsBack() throws {
         #expect(Timestamp(microsecondsSince1970: 0).description == "1970-01-01T00:00:00.000000Z")
         #expect(Timestamp(rfc3339: "2024-02-29T23:59:59.999999Z")?.description == "2024-02-29T23:59:59.999999Z")

@@ -113,7 +113,7 @@ public struct ImportedEvent: Sendable, Hashable {
             try RecordFormatError.onlyKeys(fields, ["id", "step", "source"], in: "cause")
             guard let id = fields["id"]?.stringValue else { throw RecordFormatError("cause needs a string \"id\"") }
             let step = try fields["step"].map { (value) throws(RecordFormatError) -> Int in
-                guard let step = value.intValue.flatMap(Int.init(exactly:)), step >= 0 else { throw RecordFormatError("cause step must be a whole number, 0 or more") }
+                guard let step = value.intValue.flatMap(Int.init(exactly:)), step >= 0 else { throw RecordFormatError("cause step must be an integer, 0 or more, written without a fraction or exponent") }
                 return step
             } ?? 0
             event.cause = Cause(id: id, step: step, source: fields["source"]?.stringValue ?? "")
@@ -127,8 +127,9 @@ public struct ImportedEvent: Sendable, Hashable {
             self.seq = UInt64(value)
         }
         if let text = try string("time") {
-            guard let time = Timestamp(rfc3339: text) else { throw RecordFormatError("\"time\" is not RFC 3339: \(text)") }
-            self.time = time
+            do { self.time = try Timestamp(parsingRFC3339: text) } catch {
+                throw RecordFormatError("\"time\" \(text): \(error.reason)")
+            }
         }
         self.event = event
     }

@@ -71,6 +71,17 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// Parses RFC 3339: `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`; `nil` when it does not fit.
     public init?(rfc3339 text: String) {
+        guard let time = try? Timestamp(parsingRFC3339: text) else { return nil }
+        self = time
+    }
+
+    /// Parses RFC 3339, `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`, into a time the log can keep.
+    ///
+    /// - Throws: ``TimestampFormatError`` saying what does not fit: the shape, a month, day,
+    ///   hour, minute or second that does not exist (a leap second's 60 included: the log's
+    ///   clock has none), a fraction finer than a microsecond (it would not come back the
+    ///   same), or a time outside the years 0000 to 9999 in UTC.
+    public init(parsingRFC3339 text: String) throws(TimestampFormatError) {
         let b = Array(text.utf8)
         func number(_ range: Range<Int>) -> Int64? {
             guard range.upperBound <= b.count else { return nil }
@@ -81,10 +92,16 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
             }
             return v
         }
+        func fail(_ reason: String) -> TimestampFormatError { TimestampFormatError(reason: reason) }
+        let shape = fail("expected YYYY-MM-DDTHH:MM:SS, an optional fraction, then Z or ±HH:MM")
         guard b.count >= 20, b[4] == 45, b[7] == 45, b[10] == 84 || b[10] == 116, b[13] == 58, b[16] == 58,
               let y = number(0..<4), let mo = number(5..<7), let d = number(8..<10),
-              let h = number(11..<13), let mi = number(14..<16), let s = number(17..<19),
-              (1...12).contains(mo), (1...Self.daysIn(month: mo, of: y)).contains(d), h < 24, mi < 60, s < 60 else { return nil }
+              let h = number(11..<13), let mi = number(14..<16), let s = number(17..<19) else { throw shape }
+        guard (1...12).contains(mo) else { throw fail("there is no month \(mo)") }
+        let days = Self.daysIn(month: mo, of: y)
+        guard (1...days).contains(d) else { throw fail("month \(mo) of \(y) has days 1 to \(days), not \(d)") }
+        guard h < 24, mi < 60 else { throw fail("there is no \(h < 24 ? "minute \(mi)" : "hour \(h)")") }
+        guard s < 60 else { throw fail(s == 60 ? "second 60 is a leap second, which the log's clock does not have" : "there is no second \(s)") }
         var at = 19
         var micros: Int64 = 0
         if b[at] == 46 { // "."
@@ -94,29 +111,30 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
                 if digits < 6 {
                     micros = micros * 10 + Int64(b[at] - 48)
                 } else if b[at] != 48 {
-                    return nil // finer than a microsecond: it would not come back the same
+                    throw fail("the fraction is finer than a microsecond, which the log keeps")
                 }
                 digits += 1
                 at += 1
             }
-            guard digits > 0 else { return nil }
+            guard digits > 0 else { throw shape }
             for _ in digits..<max(digits, 6) { micros *= 10 }
         }
         var offset: Int64 = 0
-        guard at < b.count else { return nil }
+        guard at < b.count else { throw shape }
         if b[at] == 90 || b[at] == 122 { // Z
             at += 1
         } else if b[at] == 43 || b[at] == 45, let oh = number(at + 1..<at + 3), at + 3 < b.count, b[at + 3] == 58,
-                  let om = number(at + 4..<at + 6), oh < 24, om < 60 {
+                  let om = number(at + 4..<at + 6) {
+            guard oh < 24, om < 60 else { throw fail("the offset must be under 24 hours and its minutes under 60") }
             offset = (oh * 3600 + om * 60) * (b[at] == 45 ? -1 : 1)
             at += 6
         } else {
-            return nil
+            throw shape
         }
-        guard at == b.count else { return nil }
+        guard at == b.count else { throw shape }
         let seconds = Self.days(fromCivil: y, mo, d) * 86_400 + h * 3600 + mi * 60 + s - offset
         let microseconds = seconds * 1_000_000 + micros
-        guard Self.rfc3339Range.contains(microseconds) else { return nil }
+        guard Self.rfc3339Range.contains(microseconds) else { throw fail("it falls outside the years 0000 to 9999 in UTC") }
         self.init(microsecondsSince1970: microseconds)
     }
 
@@ -208,4 +226,11 @@ public final class ManualClock: Sendable {
             }
         }
     }
+}
+
+/// Text that is not a time the log can keep (see ``Timestamp/init(parsingRFC3339:)``).
+public struct TimestampFormatError: Error, Hashable, CustomStringConvertible {
+    /// What does not fit, for people.
+    public let reason: String
+    public var description: String { reason }
 }
