@@ -225,9 +225,9 @@ enum Files {
 
     /// Streams `source` into a new file in `directory`, hashing it on the way, and links it
     /// as `name(hash)`, its base64url SHA-256 with what the caller adds. A file already there
-    /// is kept when it holds the same bytes, and refused otherwise (it is never replaced).
-    /// Returns the hash and the name.
-    static func storeContentAddressed(_ source: String, in directory: String,
+    /// is kept when it holds the same bytes, and refused otherwise (it is never replaced); a
+    /// file linked here is recorded in `created`. Returns the hash and the name.
+    static func storeContentAddressed(_ source: String, in directory: String, created: CreatedPaths,
                                       name: (_ hash: String) -> String) throws(DeployError) -> (hash: String, name: String) {
         guard let input = FileHandle(forReadingAtPath: source) else { throw .filesystem("cannot read \(source)") }
         defer { try? input.close() }
@@ -259,6 +259,8 @@ enum Files {
             }
         } else if linked != 0 {
             throw .filesystem("cannot write \(target): \(String(cString: strerror(linked)))")
+        } else {
+            created.record(file: target)
         }
         return (hash, name(hash))
     }
@@ -273,6 +275,20 @@ final class CreatedPaths {
     func makeDirectory(_ path: String) throws(DeployError) {
         guard mkdir(path, 0o755) == 0 else { throw .filesystem("cannot create \(path): \(String(cString: strerror(errno)))") }
         paths.append((path, true))
+    }
+
+    /// Makes directory `path` unless it is there already (then it is not this call's to remove).
+    func makeDirectoryIfMissing(_ path: String) throws(DeployError) {
+        guard mkdir(path, 0o755) != 0 else {
+            paths.append((path, true))
+            return
+        }
+        guard errno == EEXIST else { throw .filesystem("cannot create \(path): \(String(cString: strerror(errno)))") }
+    }
+
+    /// Records a file this call put where nothing was, by a link or an atomic rename.
+    func record(file path: String) {
+        paths.append((path, false))
     }
 
     /// Creates file `path`, which must not exist yet, and returns its descriptor.

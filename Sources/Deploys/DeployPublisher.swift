@@ -4,8 +4,9 @@ import Foundation
 /// Writes a web bundle as an update into a server directory, the layout `tools/update-server.py`
 /// serves and `DeploySource.directory` reads:
 ///
-///     SERVER_DIR/assets/KEY            each file's bytes; KEY is their base64url SHA-256
-///     SERVER_DIR/assets/KEY.type       its content type
+///     SERVER_DIR/assets/NAME           each file's bytes; NAME is their base64url SHA-256
+///                                      and the extension of their content type
+///     SERVER_DIR/assets/NAME.type      its content type
 ///     SERVER_DIR/updates/RUNTIME/ID.json   the manifest (asset URLs are /assets/KEY)
 ///     SERVER_DIR/updates/RUNTIME/current   the id served to that runtime version
 ///
@@ -20,11 +21,14 @@ public struct DeployPublisher: Sendable {
         self.serverDirectory = serverDirectory
     }
 
-    /// Publishes every regular file under `bundle` (`launchAsset` is the page the web view
-    /// loads) as update `id` for `runtimeVersion`, and returns its manifest.
+    /// Publishes every regular file under `bundle` but hidden ones (`launchAsset` is the page
+    /// the web view loads) as update `id` for `runtimeVersion`, and returns its manifest. A
+    /// publish that fails takes back every file and directory it added, and leaves `current`
+    /// as it was.
     /// - Parameters:
     ///   - bundle: A directory of regular files only; each file's path inside it becomes its
-    ///     asset key, and its extension gives its content type.
+    ///     asset key, and its extension gives its content type. Paths with a part that begins
+    ///     with `.` (`.git/`, `.DS_Store`) are left out, as static hosts leave them out.
     ///   - launchAsset: The key of the page the web view loads.
     ///   - id: The update's id, new for this runtime version: a published update never changes.
     ///   - createdAt: The manifest's `createdAt`.
@@ -32,8 +36,8 @@ public struct DeployPublisher: Sendable {
     ///   asset, or holds a symbolic link, another non-regular file or a path that cannot be an
     ///   asset key; for a bad runtime version (see `DeployTarget`); for an id that
     ///   `AppDirectory.isSafeUpdateID` refuses or that is already published for
-    ///   `runtimeVersion`. `.filesystem` when a file cannot be read or written. Assets
-    ///   written before a failure stay (they are content-addressed); `current` is unchanged.
+    ///   `runtimeVersion`. `.refused` when an asset's name is taken by other bytes;
+    ///   `.filesystem` when a file cannot be read or written.
     public func publish(bundle: String, runtimeVersion: String, launchAsset: String = "index.html",
                         id: String = UUID().uuidString.lowercased(), createdAt: Timestamp = .now()) throws(DeployError) -> UpdateManifest {
         _ = try DeployTarget(runtimeVersion: runtimeVersion)
@@ -45,25 +49,40 @@ public struct DeployPublisher: Sendable {
         guard !FileManager.default.fileExists(atPath: runtime + "/" + id + ".json") else {
             throw .usage("update \(id) is already published for runtime version \(runtimeVersion); publish under a new id")
         }
-        for directory in [serverDirectory, serverDirectory + "/assets", serverDirectory + "/updates", runtime] { try Files.makeDirectory(directory) }
-        var assets: [UpdateManifest.Asset] = []
-        for key in files {
-            let type = Self.contentType(of: key)
-            let stored = try Files.storeContentAddressed(bundle + "/" + key, in: serverDirectory + "/assets") { Self.assetName(hash: $0, type: type) }
-            try Files.writeAtomically(Data((type.mediaType + "\n").utf8), to: serverDirectory + "/assets/" + stored.name + ".type")
-            let fileExtension = (key as NSString).pathExtension
-            assets.append(UpdateManifest.Asset(key: key, hash: stored.hash, contentType: type.mediaType,
-                                               fileExtension: fileExtension.isEmpty ? nil : "." + fileExtension, url: "/assets/" + stored.name))
+        let created = CreatedPaths()
+        do {
+            for directory in [serverDirectory, serverDirectory + "/assets", serverDirectory + "/updates", runtime] {
+                try created.makeDirectoryIfMissing(directory)
+            }
+            var assets: [UpdateManifest.Asset] = []
+            for key in files {
+                let type = Self.contentType(of: key)
+                let stored = try Files.storeContentAddressed(bundle + "/" + key, in: serverDirectory + "/assets", created: created) {
+                    Self.assetName(hash: $0, type: type)
+                }
+                let typeFile = serverDirectory + "/assets/" + stored.name + ".type"
+                if access(typeFile, F_OK) != 0 {
+                    try Files.writeAtomically(Data((type.mediaType + "\n").utf8), to: typeFile)
+                    created.record(file: typeFile)
+                }
+                let fileExtension = (key as NSString).pathExtension
+                assets.append(UpdateManifest.Asset(key: key, hash: stored.hash, contentType: type.mediaType,
+                                                   fileExtension: fileExtension.isEmpty ? nil : "." + fileExtension, url: "/assets/" + stored.name))
+            }
+            let launch = assets.first { $0.key == launchAsset }!
+            let manifest = UpdateManifest(id: id, createdAt: createdAt.description, runtimeVersion: runtimeVersion,
+                                          launchAsset: launch, assets: assets.filter { $0.key != launchAsset })
+            try Files.writeAtomically(Data(manifest.json.json(pretty: true).utf8), to: runtime + "/" + id + ".json")
+            created.record(file: runtime + "/" + id + ".json")
+            try Files.writeAtomically(Data((id + "\n").utf8), to: runtime + "/current")
+            return manifest
+        } catch {
+            created.removeAll()
+            throw error
         }
-        let launch = assets.first { $0.key == launchAsset }!
-        let manifest = UpdateManifest(id: id, createdAt: createdAt.description, runtimeVersion: runtimeVersion,
-                                      launchAsset: launch, assets: assets.filter { $0.key != launchAsset })
-        try Files.writeAtomically(Data(manifest.json.json(pretty: true).utf8), to: runtime + "/" + id + ".json")
-        try Files.writeAtomically(Data((id + "\n").utf8), to: runtime + "/current")
-        return manifest
     }
 
-    /// The bundle's regular files as sorted relative paths.
+    /// The bundle's regular files as sorted relative paths, hidden ones left out.
     static func files(in bundle: String) throws(DeployError) -> [String] {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: bundle, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -72,6 +91,10 @@ public struct DeployPublisher: Sendable {
         guard let walker = FileManager.default.enumerator(atPath: bundle) else { throw .filesystem("cannot read \(bundle)") }
         var files: [String] = []
         while let relative = walker.nextObject() as? String {
+            if relative.split(separator: "/").contains(where: { $0.hasPrefix(".") }) {
+                walker.skipDescendants()
+                continue
+            }
             var info = stat()
             guard lstat(bundle + "/" + relative, &info) == 0 else { throw .filesystem("cannot read \(bundle)/\(relative)") }
             switch info.st_mode & S_IFMT {

@@ -82,6 +82,29 @@ struct DeployRefusalTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: harness.serverDirectory + "/assets").allSatisfy { !$0.hasPrefix(".incoming-") })
     }
 
+    /// A publish refused midway takes back the assets, type files and directories it added
+    /// before the refusal, and nothing else: the server directory is as it was.
+    @Test func aRefusedPublishLeavesTheServerDirectoryAsItWas() throws {
+        let harness = try DeployHarness(serve: false)
+        let first = try harness.publish(["index.html": "one", "a.css": "body{}"], id: "u1")
+        let name = try #require(first.assets.first { $0.key == "a.css" }).url.dropFirst("/assets/".count)
+        try Data("tampered".utf8).write(to: URL(fileURLWithPath: harness.serverDirectory + "/assets/" + name))
+        func listing() throws -> [String] {
+            try FileManager.default.subpathsOfDirectory(atPath: harness.serverDirectory).sorted()
+        }
+        let before = try listing()
+        // "0.js" is stored before "a.css" is refused; runtime 2.0 gets a directory of its own.
+        #expect(throws: DeployError.self) { try harness.publish(["0.js": "new()", "a.css": "body{}", "index.html": "two"], id: "u2", runtime: "2.0") }
+        #expect(try listing() == before)
+    }
+
+    /// Hidden files and directories of a bundle (`.git/`, `.DS_Store`) are not published.
+    @Test func hiddenFilesAreNotPublished() throws {
+        let harness = try DeployHarness(serve: false)
+        let manifest = try harness.publish(["index.html": "one", ".DS_Store": "x", ".git/config": "[core]", "js/.cache/a.js": "a", "js/app.js": "go()"], id: "u1")
+        #expect(manifest.allAssets.map(\.key).sorted() == ["index.html", "js/app.js"])
+    }
+
     @Test func aWrongContentTypeIsRefused() throws {
         try Self.expectRefused("downloadFailed", reason: "came as text/plain, the manifest says application/javascript") { harness in
             let manifest = try harness.publish(["index.html": "two", "app.js": "go()"], id: "u2")

@@ -22,8 +22,8 @@ enum DeployCommands {
                             a day has passed since the last check
               confirm       the app launched the new install well: it is no longer pending
               status        the deploy state and the app directory's links
-              publish DIR   write the bundle DIR as an update into --to SERVER_DIR (serve it with
-                            tools/update-server.py, or give the directory itself as --server)
+              publish DIR   write the bundle DIR (hidden files left out) as an update into --to SERVER_DIR
+                            (serve it with tools/update-server.py, or give the directory itself as --server)
             The app directory holds updates/ID/ (complete updates), holding and working (links to
             them) and pending; a crash at any point leaves the old or the new working bundle whole,
             and the next command finishes or undoes the swap and records which (installRecovered).
