@@ -93,8 +93,14 @@ package final class Environment: @unchecked Sendable {
     /// Finds where the map is now (it moves when it grows), for the checks of every borrowed
     /// value (`mapBounds`) and for `FaultGuard`. Runs where no transaction of the process is active.
     private func recordMap() {
-        mapBounds = MapBounds.find(mappingOf: path + "/data.mdb") ?? .unknown
-        FaultGuard.setMap(faultGuardSlot, base: UnsafeRawPointer(bitPattern: mapBounds.start), size: mapBounds.size)
+        // Not found: nothing is checked, and the guard's slot stays this environment's (a size
+        // of 0 would hand it to the next one opened).
+        guard let bounds = MapBounds.find(mappingOf: path + "/data.mdb") else {
+            mapBounds = .unknown
+            return
+        }
+        mapBounds = bounds
+        FaultGuard.setMap(faultGuardSlot, base: UnsafeRawPointer(bitPattern: bounds.start), size: bounds.size)
     }
 
     /// Clears the reader slots of processes that died inside a read transaction. LMDB keeps
