@@ -149,10 +149,10 @@ public struct AppDirectory: Sendable {
     }
 
     /// Whether `id` can name an update directory: 1 to 128 letters, digits, `-`, `_` and `.`,
-    /// not `.` or `..`, not ending in `.json` and not holding `.partial` or `.next`, as this
+    /// not beginning with `.` (as the update server's ids do not), not ending in `.json` and not holding `.partial` or `.next`, as this
     /// client's own files do.
     public static func isSafeUpdateID(_ id: String) -> Bool {
-        !id.isEmpty && id.utf8.count <= 128 && id != "." && id != ".."
+        !id.isEmpty && id.utf8.count <= 128 && !id.hasPrefix(".")
             && !id.hasSuffix(".json") && !id.contains(".partial") && !id.contains(".next")
             && id.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0) }
     }

@@ -24,7 +24,8 @@ public struct DeployPublisher: Sendable {
     /// Publishes every regular file under `bundle` but hidden ones (`launchAsset` is the page
     /// the web view loads) as update `id` for `runtimeVersion`, and returns its manifest. A
     /// publish that fails takes back every file and directory it added, and leaves `current`
-    /// as it was.
+    /// as it was. Publishes into one server directory take turns (`SERVER_DIR/.publish-lock`):
+    /// this one waits for one under way.
     /// - Parameters:
     ///   - bundle: A directory of regular files only; each file's path inside it becomes its
     ///     asset key, and its extension gives its content type. Paths with a part that begins
@@ -35,23 +36,32 @@ public struct DeployPublisher: Sendable {
     /// - Throws: `DeployError.usage` for a bundle that is not a directory, lacks its launch
     ///   asset, or holds a symbolic link, another non-regular file or a path that cannot be an
     ///   asset key; for a bad runtime version (see `DeployTarget`); for an id that
-    ///   `AppDirectory.isSafeUpdateID` refuses or that is already published for
-    ///   `runtimeVersion`. `.refused` when an asset's name is taken by other bytes;
-    ///   `.filesystem` when a file cannot be read or written.
+    ///   `AppDirectory.isSafeUpdateID` refuses, that is `rollBackToEmbedded` (the server's
+    ///   word for a roll-back) or that is already published for `runtimeVersion`; for a
+    ///   server directory inside the bundle. `.refused` when an asset's name (or its type
+    ///   file) is taken by other bytes; `.filesystem` when a file or directory cannot be read
+    ///   or written.
     public func publish(bundle: String, runtimeVersion: String, launchAsset: String = "index.html",
                         id: String = UUID().uuidString.lowercased(), createdAt: Timestamp = .now()) throws(DeployError) -> UpdateManifest {
         _ = try DeployTarget(runtimeVersion: runtimeVersion)
-        guard AppDirectory.isSafeUpdateID(id) else { throw .usage("the update id must be letters, digits, '-', '_' or '.', not \"\(id)\"") }
+        guard AppDirectory.isSafeUpdateID(id), id != "rollBackToEmbedded" else {
+            throw .usage("the update id must be 1 to 128 letters, digits, '-', '_' or '.', not first, and not the word rollBackToEmbedded: \"\(id)\"")
+        }
         let files = try Self.files(in: bundle)
         guard files.contains(launchAsset) else { throw .usage("\(bundle) has no \(launchAsset) (the launch asset)") }
         let runtime = serverDirectory + "/updates/" + runtimeVersion
-        // A published update never changes: clients that have it would never see the change.
-        guard !FileManager.default.fileExists(atPath: runtime + "/" + id + ".json") else {
-            throw .usage("update \(id) is already published for runtime version \(runtimeVersion); publish under a new id")
-        }
         let created = CreatedPaths()
-        do {
-            for directory in [serverDirectory, serverDirectory + "/assets", serverDirectory + "/updates", runtime] {
+        var lock: PublishLock?
+        do throws(DeployError) {
+            lock = try PublishLock(serverDirectory: serverDirectory, created: created)
+            if let server = realpath(serverDirectory), let root = realpath(bundle), server == root || server.hasPrefix(root + "/") {
+                throw .usage("\(serverDirectory) is inside the bundle \(bundle): its files would be published")
+            }
+            // A published update never changes: clients that have it would never see the change.
+            guard !FileManager.default.fileExists(atPath: runtime + "/" + id + ".json") else {
+                throw .usage("update \(id) is already published for runtime version \(runtimeVersion); publish under a new id")
+            }
+            for directory in [serverDirectory + "/assets", serverDirectory + "/updates", runtime] {
                 try created.makeDirectoryIfMissing(directory)
             }
             var assets: [UpdateManifest.Asset] = []
@@ -60,11 +70,7 @@ public struct DeployPublisher: Sendable {
                 let stored = try Files.storeContentAddressed(bundle + "/" + key, in: serverDirectory + "/assets", created: created) {
                     Self.assetName(hash: $0, type: type)
                 }
-                let typeFile = serverDirectory + "/assets/" + stored.name + ".type"
-                if access(typeFile, F_OK) != 0 {
-                    try Files.writeAtomically(Data((type.mediaType + "\n").utf8), to: typeFile)
-                    created.record(file: typeFile)
-                }
+                try Self.storeType(type, of: serverDirectory + "/assets/" + stored.name, created: created)
                 let fileExtension = (key as NSString).pathExtension
                 assets.append(UpdateManifest.Asset(key: key, hash: stored.hash, contentType: type.mediaType,
                                                    fileExtension: fileExtension.isEmpty ? nil : "." + fileExtension, url: "/assets/" + stored.name))
@@ -75,35 +81,58 @@ public struct DeployPublisher: Sendable {
             try Files.writeAtomically(Data(manifest.json.json(pretty: true).utf8), to: runtime + "/" + id + ".json")
             created.record(file: runtime + "/" + id + ".json")
             try Files.writeAtomically(Data((id + "\n").utf8), to: runtime + "/current")
+            lock?.release()
             return manifest
         } catch {
+            // Still under the lock: no other publish has seen what is taken back.
             created.removeAll()
+            lock?.release()
             throw error
         }
     }
 
-    /// The bundle's regular files as sorted relative paths, hidden ones left out.
+    /// Writes `asset`'s type file, or checks the one there: an asset's type never changes either.
+    private static func storeType(_ type: ContentType, of asset: String, created: CreatedPaths) throws(DeployError) {
+        let file = asset + ".type"
+        let text = type.mediaType + "\n"
+        if let existing = try Files.readSmall(file) {
+            guard existing == Data(text.utf8) else {
+                throw .refused("\(file) is already there, but it does not say \(type.mediaType); remove it and publish again")
+            }
+            return
+        }
+        try Files.writeAtomically(Data(text.utf8), to: file)
+        created.record(file: file)
+    }
+
+    /// The bundle's regular files as sorted relative paths, hidden ones (a part that begins
+    /// with `.`) left out. A directory that cannot be read is an error, never skipped.
     static func files(in bundle: String) throws(DeployError) -> [String] {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: bundle, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw .usage("\(bundle) is not a directory")
         }
-        guard let walker = FileManager.default.enumerator(atPath: bundle) else { throw .filesystem("cannot read \(bundle)") }
         var files: [String] = []
-        while let relative = walker.nextObject() as? String {
-            if relative.split(separator: "/").contains(where: { $0.hasPrefix(".") }) {
-                walker.skipDescendants()
-                continue
+        var directories = [""]
+        while let directory = directories.popLast() {
+            let names: [String]
+            do { names = try FileManager.default.contentsOfDirectory(atPath: bundle + "/" + directory) } catch {
+                throw .filesystem("cannot read \(bundle)/\(directory): \((error as NSError).localizedFailureReason ?? error.localizedDescription)")
             }
-            var info = stat()
-            guard lstat(bundle + "/" + relative, &info) == 0 else { throw .filesystem("cannot read \(bundle)/\(relative)") }
-            switch info.st_mode & S_IFMT {
-            case S_IFREG:
-                guard AppDirectory.isSafeKey(relative) else { throw .usage("\(bundle)/\(relative): the path cannot be an asset key") }
-                files.append(relative)
-            case S_IFDIR: continue
-            case S_IFLNK: throw .usage("\(bundle)/\(relative) is a symbolic link; a bundle holds regular files only")
-            default: throw .usage("\(bundle)/\(relative) is not a regular file")
+            for name in names where !name.hasPrefix(".") {
+                let relative = directory.isEmpty ? name : directory + "/" + name
+                var info = stat()
+                guard lstat(bundle + "/" + relative, &info) == 0 else {
+                    throw .filesystem("cannot read \(bundle)/\(relative): \(String(cString: strerror(errno)))")
+                }
+                switch info.st_mode & S_IFMT {
+                case S_IFREG:
+                    guard AppDirectory.isSafeKey(relative) else { throw .usage("\(bundle)/\(relative): the path cannot be an asset key") }
+                    files.append(relative)
+                case S_IFDIR: directories.append(relative)
+                case S_IFLNK: throw .usage("\(bundle)/\(relative) is a symbolic link; a bundle holds regular files only")
+                default: throw .usage("\(bundle)/\(relative) is not a regular file")
+                }
             }
         }
         return files.sorted()
@@ -147,4 +176,55 @@ public struct DeployPublisher: Sendable {
     static func assetName(hash: String, type: ContentType) -> String {
         type.extensions.first.map { hash + "." + $0 } ?? hash
     }
+}
+
+/// The publish lock of a server directory (`SERVER_DIR/.publish-lock`): publishes into one
+/// directory take turns, so that one that fails takes back only what no other publish has
+/// seen. Waits for a publish under way. The lock file, and the directory, are this call's
+/// own when it created them, and go with the rest if it fails.
+private final class PublishLock {
+    private var descriptor: Int32
+
+    init(serverDirectory: String, created: CreatedPaths) throws(DeployError) {
+        let path = serverDirectory + "/.publish-lock"
+        while true {
+            try created.makeDirectoryIfMissing(serverDirectory)
+            var fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
+            let isNew = fd >= 0
+            if !isNew && errno == EEXIST { fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW) }
+            if fd < 0 && errno == ENOENT { continue } // taken back by a failed publish meanwhile
+            guard fd >= 0 else { throw .filesystem("cannot open \(path): \(String(cString: strerror(errno)))") }
+            while flock(fd, LOCK_EX) != 0 {
+                guard errno == EINTR else {
+                    let reason = String(cString: strerror(errno))
+                    close(fd)
+                    throw .filesystem("cannot lock \(path): \(reason)")
+                }
+            }
+            // The publish this one waited for may have failed and removed the file it locked.
+            var held = stat(), there = stat()
+            if fstat(fd, &held) == 0, stat(path, &there) == 0, held.st_dev == there.st_dev, held.st_ino == there.st_ino {
+                if isNew { created.record(file: path) }
+                descriptor = fd
+                return
+            }
+            close(fd)
+        }
+    }
+
+    /// Lets the next publish go on.
+    func release() {
+        guard descriptor >= 0 else { return }
+        close(descriptor)
+        descriptor = -1
+    }
+
+    deinit { release() }
+}
+
+/// The canonical path of an existing file, or `nil`.
+private func realpath(_ path: String) -> String? {
+    guard let resolved = Glibc.realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
 }

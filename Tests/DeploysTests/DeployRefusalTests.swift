@@ -98,6 +98,61 @@ struct DeployRefusalTests {
         #expect(try listing() == before)
     }
 
+    /// An asset's type file that says another type is refused like other bytes under its name.
+    @Test func publishRefusesATypeFileThatSaysAnotherType() throws {
+        let harness = try DeployHarness(serve: false)
+        let first = try harness.publish(["index.html": "one", "app.js": "go()"], id: "u1")
+        let typeFile = harness.serverDirectory + first.assets[0].url + ".type"
+        try Data("text/plain\n".utf8).write(to: URL(fileURLWithPath: typeFile))
+        let error = try #require(throws: DeployError.self) { try harness.publish(["index.html": "two", "app.js": "go()"], id: "u2") }
+        #expect(error == .refused("\(typeFile) is already there, but it does not say application/javascript; remove it and publish again"))
+        #expect(!FileManager.default.fileExists(atPath: harness.serverDirectory + "/updates/1.0/u2.json"))
+    }
+
+    /// Ids the server reads as something else, and a server directory the bundle would carry
+    /// (its project token included), are refused before anything is written.
+    @Test func publishRefusesIdsTheServerCannotServeAndAServerInsideTheBundle() throws {
+        let harness = try DeployHarness(serve: false)
+        for id in ["rollBackToEmbedded", ".hidden", "..", "a/b"] {
+            #expect(throws: DeployError.self, "\(id)") { try harness.publish(["index.html": "one"], id: id) }
+        }
+        let bundle = harness.root.file("bundle-inside")
+        try FileManager.default.createDirectory(atPath: bundle + "/srv", withIntermediateDirectories: true)
+        try Data("<html>".utf8).write(to: URL(fileURLWithPath: bundle + "/index.html"))
+        try Data("s3cr3t".utf8).write(to: URL(fileURLWithPath: bundle + "/srv/project-token"))
+        for server in [bundle + "/srv", bundle] {
+            let error = try #require(throws: DeployError.self) {
+                try DeployPublisher(serverDirectory: server).publish(bundle: bundle, runtimeVersion: "1.0", id: "u1")
+            }
+            #expect(error == .usage("\(server) is inside the bundle \(bundle): its files would be published"))
+        }
+        #expect(try FileManager.default.subpathsOfDirectory(atPath: bundle).sorted() == ["index.html", "srv", "srv/project-token"])
+    }
+
+    /// Publishes into one server directory take turns: one waits while another holds the lock,
+    /// so that one that fails never takes back an asset the other has just published.
+    @Test func publishesIntoOneDirectoryTakeTurns() throws {
+        let harness = try DeployHarness(serve: false)
+        try harness.publish(["index.html": "one"], id: "u1")
+        let fd = open(harness.serverDirectory + "/.publish-lock", O_RDWR)
+        #expect(fd >= 0 && flock(fd, LOCK_EX) == 0)
+        let (server, bundle) = (harness.serverDirectory, harness.root.file("bundle-u2"))
+        try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
+        try Data("two".utf8).write(to: URL(fileURLWithPath: bundle + "/index.html"))
+        let done = DispatchSemaphore(value: 0)
+        let second = Thread {
+            _ = try? DeployPublisher(serverDirectory: server).publish(bundle: bundle, runtimeVersion: "1.0", id: "u2")
+            done.signal()
+        }
+        second.start()
+        let waited = done.wait(timeout: .now() + 0.5)
+        #expect(waited == .timedOut)
+        #expect(!FileManager.default.fileExists(atPath: harness.serverDirectory + "/updates/1.0/u2.json"))
+        close(fd)
+        if waited == .timedOut { done.wait() }
+        #expect(FileManager.default.fileExists(atPath: harness.serverDirectory + "/updates/1.0/u2.json"))
+    }
+
     /// Hidden files and directories of a bundle (`.git/`, `.DS_Store`) are not published.
     @Test func hiddenFilesAreNotPublished() throws {
         let harness = try DeployHarness(serve: false)
