@@ -47,22 +47,35 @@ final class InterruptionNotice: @unchecked Sendable {
     private static let signals = [SIGINT, SIGTERM, SIGHUP]
     private let message = Mutex("nothing was imported")
     private let committed = Atomic(false)
+    /// The log the command writes, once open.
+    private let store = Mutex<EventStore?>(nil)
+    /// Set by the first signal handled: a second signal (Ctrl-C twice) adds nothing.
+    private let interrupted = Atomic(false)
     /// Set by `install` and cleared by `remove`, both on the command's thread.
     private var sources: [(number: Int32, source: any DispatchSourceSignal)] = []
 
-    /// Starts listening; `remove()` restores the default handling. Interrupted before its
-    /// first commit, the command removes the database it created in `store`, if it did. A
-    /// signal the process was started ignoring stays ignored (`nohup`, a job a script put in
-    /// the background).
-    static func install(removingIfEmpty created: NewDatabase, of store: EventStore) -> InterruptionNotice {
+    /// Starts listening, before the command opens (and may create) its database, so that no
+    /// moment leaves one behind; `remove()` restores the default handling. Interrupted before
+    /// its first commit, the command removes the database it created, if it did. A signal the
+    /// process was started ignoring stays ignored (`nohup`, a job a script put in the background).
+    static func install(removingIfEmpty created: NewDatabase) -> InterruptionNotice {
         let notice = InterruptionNotice()
         let ignored = unsafeBitCast(SIG_IGN, to: Int.self)
         notice.sources = signals.compactMap { number in
             guard unsafeBitCast(signal(number, SIG_IGN), to: Int.self) != ignored else { return nil }
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { [notice] in
+                guard !notice.interrupted.exchange(true, ordering: .acquiringAndReleasing) else { return }
                 let text = notice.message.withLock { $0 }
-                if !notice.committed.load(ordering: .relaxed) { created.removeIfStillEmpty(whileWriting: store) }
+                if !notice.committed.load(ordering: .acquiring) {
+                    // Once the log is open the command may be inside its write transaction, which
+                    // holds the lock the other check would wait for.
+                    if let store = notice.store.withLock({ $0 }) {
+                        created.removeIfStillEmpty(whileWriting: store)
+                    } else {
+                        created.removeIfStillEmpty()
+                    }
+                }
                 let clear = isatty(STDERR_FILENO) == 1 ? "\r\u{1B}[2K" : ""
                 FileHandle.standardError.write(Data("\(clear)Interrupted: \(text)\n".utf8))
                 exit(128 + number)
@@ -73,10 +86,15 @@ final class InterruptionNotice: @unchecked Sendable {
         return notice
     }
 
+    /// Hands over the log the command opened.
+    func writing(_ store: EventStore) {
+        self.store.withLock { $0 = store }
+    }
+
     /// Says what a commit kept.
     func committed(_ text: String) {
         message.withLock { $0 = text }
-        committed.store(true, ordering: .relaxed)
+        committed.store(true, ordering: .releasing)
     }
 
     func remove() {

@@ -29,14 +29,14 @@ enum ImportCommand {
         let source = arguments.positionals[0]
         let batchSize = try arguments.count("batch")
         let lines = source == "-" ? context.console.stdinLines() : try LineReader(path: source)
-        let newDatabase = NewDatabase(at: context.databasePath)
+        let interruption = InterruptionNotice.install(removingIfEmpty: NewDatabase(at: context.databasePath))
+        defer { interruption.remove() }
         let store = try context.openStore(writable: true)
+        interruption.writing(store)
         var run = try attempt(writingTo: context.databasePath) {
             try ImportRun(store: store, lines: lines, source: source, batchSize: batchSize, resume: arguments.flag("resume"),
                           console: context.console)
         }
-        let interruption = InterruptionNotice.install(removingIfEmpty: newDatabase, of: store)
-        defer { interruption.remove() }
         do throws(CLIError) {
             try run.skipEventsPresent()
             try run.importRest(reportingTo: interruption) { run in continuation(of: run, arguments, context) }
