@@ -64,9 +64,10 @@ public enum Render {
         return escaped(event.type + "(" + arguments.values.map { $0.stringValue ?? $0.json() }.joined(separator: ", ") + ")")
     }
 
-    /// `text` with its control characters (C0, DEL, C1, line and paragraph separators)
-    /// written as escapes (`\n`, `\u{1B}`), so that no recorded string can forge lines or
-    /// drive the terminal. Every recorded string in human output goes through it.
+    /// `text` with its control characters (C0, DEL, C1, line and paragraph separators, and
+    /// the marks and overrides of bidirectional text) written as escapes (`\n`, `\u{1B}`,
+    /// `\u{202E}`), so that no recorded string can forge lines, drive the terminal or reorder
+    /// what is shown around it. Every recorded string in human output goes through it.
     public static func escaped(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: isControl) else { return text }
         var out = ""
@@ -82,8 +83,12 @@ public enum Render {
         return out
     }
 
-    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0..<0x20, 0x7F...0x9F, 0x2028, 0x2029: true
+        case 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: true // bidirectional marks, embeddings, overrides, isolates
+        default: false
+        }
     }
 
     /// RFC 3339 to the millisecond.

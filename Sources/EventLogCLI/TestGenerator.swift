@@ -206,8 +206,10 @@ struct TestGenerator<Model: EffectModel> {
         "\"" + Render.escaped(text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")) + "\""
     }
 
-    /// A raw string literal (`#"…"#`) of one line of JSON, with as many `#` as it needs.
+    /// A raw string literal (`#"…"#`) of one line of JSON, with as many `#` as it needs; an
+    /// escaped literal when the JSON holds a character `Render.escaped` writes as an escape.
     static func rawLiteral(_ json: String) -> String {
+        if json.unicodeScalars.contains(where: Render.isControl) { return literal(json) }
         var hashes = "#"
         while json.contains("\"" + hashes) || json.contains("\\" + hashes) { hashes += "#" }
         return hashes + "\"" + json + "\"" + hashes

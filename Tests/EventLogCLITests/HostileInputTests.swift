@@ -9,16 +9,16 @@ import Testing
 
     @Test func recordedControlCharactersCannotForgeLinesOrDriveTheTerminal() throws {
         let db = dir.file("log.lmdb")
-        let line = #"{"stream":"s\n      9  FORGED","type":"t\u001b[31m","outcome":"skipped","reason":"r\r\u009b2J"}"#
+        let line = #"{"stream":"s\n      9  FORGED","type":"t\u001b[31m","outcome":"skipped","reason":"r\r\u009b2J\u202egnp.exe"}"#
         #expect(try runEventlog(["import", "-", "--db", db], stdin: line).code == 0)
         for command in [["log"], ["show", "1"], ["bisect", "--where", "exists(nothing)", "--linear"]] {
             let output = try runEventlog(command + ["--db", db])
             let text = output.out + output.err
-            #expect(!text.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\r" || $0 == "\u{9B}" }, "\(command): \(text.debugDescription)")
+            #expect(!text.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\r" || $0 == "\u{9B}" || $0 == "\u{202E}" }, "\(command): \(text.debugDescription)")
         }
         let log = try runEventlog(["log", "--db", db]).out
         #expect(log.split(separator: "\n").count == 1)
-        #expect(log.contains(#"s\n      9  FORGED/t\u{1B}[31m  r\r\u{9B}2J"#), "\(log)")
+        #expect(log.contains(#"s\n      9  FORGED/t\u{1B}[31m  r\r\u{9B}2J\u{202E}gnp.exe"#), "\(log)")
         let refused = try runEventlog(["open", "botmessages://nowhere/\u{1B}[2J", "--db", db])
         #expect(refused.code == 2 && refused.err.contains(#"\u{1B}[2J"#) && !refused.err.contains("\u{1B}"), "\(refused.err.debugDescription)")
     }
