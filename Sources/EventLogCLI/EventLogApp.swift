@@ -9,8 +9,7 @@ import EventLog
 ///     code.takeAsRecorded(["imports"])
 ///     var app = EventLogApp(name: "counter-log") { _ in code }
 ///     app.commands = [countCommand]
-///     exit(EventLogCLI.run(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment,
-///                          console: .standard(), app: app))
+///     EventLogCLI.main(app: app)
 public struct EventLogApp: Sendable {
     /// The program's name, for help and errors.
     public var name: String

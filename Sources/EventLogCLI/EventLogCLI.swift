@@ -1,4 +1,5 @@
 import EventLog
+import Foundation
 
 /// The `eventlog` command line: `main.swift` only glues the process to `run`.
 public enum EventLogCLI {
@@ -8,6 +9,27 @@ public enum EventLogCLI {
     public static func reportStorageFaultsAsDamage() {
         FaultGuard.install(message: "Error: the database is damaged: reading it faulted (LMDB does not check its pages);"
             + " 'eventlog verify' says where, 'eventlog salvage' copies what is good\n")
+    }
+
+    /// A program's whole `main`: reports storage faults as damage, refuses an argument that is
+    /// not UTF-8 (Swift would repair it, and a path would silently become another), runs the
+    /// command line for `app` with the process's environment and the standard console, and
+    /// exits with the command's code.
+    public static func main(app: EventLogApp) -> Never {
+        reportStorageFaultsAsDamage()
+        let console = Console.standard()
+        let status: Int32
+        let notUTF8 = (1..<Int(CommandLine.argc)).first { index in
+            CommandLine.unsafeArgv[index].map { String(validatingCString: $0) == nil } ?? false
+        }
+        if let index = notUTF8 {
+            console.error("Error: argument \(index) is not UTF-8 text; paths and values must be\n")
+            status = ExitCode.usage.rawValue
+        } else {
+            status = run(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment, console: console, app: app)
+        }
+        console.flush()
+        exit(status)
     }
 
     /// This program's version.

@@ -23,6 +23,21 @@ import Testing
         #expect(refused.code == 2 && refused.err.contains(#"\u{1B}[2J"#) && !refused.err.contains("\u{1B}"), "\(refused.err.debugDescription)")
     }
 
+    /// An argument that is not UTF-8 would be repaired by Swift into another path: refused.
+    @Test func anArgumentThatIsNotUTF8IsRefused() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", #"exec "$0" import - --db "$1/$(printf 'd\377')" </dev/null"#, builtExecutable().path, dir.path]
+        let err = Pipe()
+        process.standardError = err
+        try process.run()
+        let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 2)
+        #expect(message == "Error: argument 4 is not UTF-8 text; paths and values must be\n")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
+    }
+
     @Test func deepNestingAndEndlessInputsAreOneLineErrors() throws {
         let db = dir.file("log.lmdb")
         #expect(try runEventlog(["import", "-", "--db", db], stdin: #"{"stream":"s","type":"t","writes":[{"path":"x","new":1}]}"#).code == 0)
