@@ -58,11 +58,14 @@ public enum MessengerRouter {
     public static func route(from url: String) throws(RouteError) -> MessengerRoute {
         func fail(_ reason: String) -> RouteError { RouteError(url: url, reason: reason) }
         let prefix = scheme + "://"
-        guard url.hasPrefix(prefix) else {
+        // The scheme's case does not count, and a fragment names a place inside what the URL
+        // names, never which route (RFC 3986, 3.1 and 3.5).
+        guard url.prefix(prefix.count).lowercased() == prefix else {
             let found = url.firstRange(of: "://").map { "'\(url[..<$0.lowerBound])://'" } ?? "no scheme"
             throw fail("expected a \(prefix) URL, found \(found)")
         }
-        let parts = split(url.dropFirst(prefix.count), at: "?", maxSplits: 1)
+        let beforeFragment = split(url.dropFirst(prefix.count), at: "#", maxSplits: 1)[0]
+        let parts = split(beforeFragment, at: "?", maxSplits: 1)
         let pathPart = parts[0]
         let queryPart = parts.count > 1 ? String(parts[1]) : nil
         var segments: [String] = []

@@ -37,6 +37,9 @@ import Testing
         #expect(try MessengerRouter.route(from: "botmessages://conversation/dex-builds/search?q=a%26b") == .conversationSearch("dex-builds", query: "a&b"))
         #expect(try MessengerRouter.route(from: "botmessages://home/") == .home)
         #expect(try MessengerRouter.route(from: "botmessages://bots?filter=muted") == .bots(filter: "muted"))
+        #expect(try MessengerRouter.route(from: "botmessages://bots?filter=bots#top") == .bots(filter: "bots"))
+        #expect(try MessengerRouter.route(from: "BotMessages://home#x") == .home)
+        #expect(try MessengerRouter.route(from: "botmessages://conversation/dex-builds/search?q=a%23b#c") == .conversationSearch("dex-builds", query: "a#b"))
     }
 
     @Test(arguments: [
