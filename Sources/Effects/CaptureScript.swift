@@ -54,7 +54,7 @@ public struct CaptureScript: Sendable, Hashable {
                 instruction = .open(words[1])
             case "wait":
                 guard words.count == 2, let duration = Self.microseconds(words[1]) else {
-                    throw fail("'wait' takes one duration such as 250ms or 1.5s")
+                    throw fail("'wait' takes one duration of at most an hour, such as 250ms or 1.5s")
                 }
                 instruction = .wait(microseconds: duration)
             case "swipe-back":

@@ -61,9 +61,17 @@ struct LineReader {
         (start, scanned, self.offset) = (0, 0, offset)
     }
 
-    /// The next line, or `nil` after the last; a last line without "\n" counts. Throws what
-    /// reading throws, and `LineTooLong`.
+    /// The next line, or `nil` after the last; a last line without "\n" counts, and the first
+    /// line's UTF-8 byte order mark (which some editors write) does not. Throws what reading
+    /// throws, and `LineTooLong`.
     mutating func next() throws -> ArraySlice<UInt8>? {
+        let isFirst = offset == 0
+        guard let line = try nextLine() else { return nil }
+        let mark: [UInt8] = [0xEF, 0xBB, 0xBF]
+        return isFirst && line.starts(with: mark) ? line.dropFirst(mark.count) : line
+    }
+
+    private mutating func nextLine() throws -> ArraySlice<UInt8>? {
         while true {
             if let newline = buffer[scanned...].firstIndex(of: UInt8(ascii: "\n")) {
                 defer {

@@ -214,10 +214,10 @@ final class Harness {
 
     @Test(arguments: [
         ("open", "line 1: 'open' takes one URL"),
-        ("wait 5", "line 1: 'wait' takes one duration such as 250ms or 1.5s"),
+        ("wait 5", "line 1: 'wait' takes one duration of at most an hour, such as 250ms or 1.5s"),
         ("\n\njump x", "line 3: unknown instruction 'jump' (expected open, wait, swipe-back or capture)"),
         ("capture x a..b", "line 1: path a..b: column 3: expected a key"),
-        ("wait 2h", "line 1: 'wait' takes one duration such as 250ms or 1.5s"),
+        ("wait 2h", "line 1: 'wait' takes one duration of at most an hour, such as 250ms or 1.5s"),
     ])
     func rejectsBadLinesWithTheirNumber(_ text: String, _ message: String) {
         do {

@@ -172,6 +172,8 @@ import Testing
         (["verify", "--json=yes"], "Error: --json takes no value\nUsage: eventlog verify [--db PATH] [--json]\n"),
         (["import", "-", "--batch", "0"], "Error: --batch must be a positive whole number, not \"0\"\nUsage: eventlog import FILE [--batch N] [--resume] [--db PATH] [--json]\n"),
         (["log", "--db", ""], "Error: --db needs a directory, not an empty path\nUsage: eventlog log [--from N] [--to N] [--stream S[,S…]] [--type T[,T…]] [--outcome O[,O…]] [--hide-noop] [--touching PATH] [--follow] [--db PATH] [--json]\n"),
+        (["show", "+1"], "Error: N must be a whole number (0 or more), not \"+1\"\nUsage: eventlog show N [--path PATH] [--db PATH] [--json]\n"),
+        (["salvage", "--to", "x.lmdb", "--db", "./x.lmdb"], "Error: --to must name a new database, not the damaged one (--db)\nUsage: eventlog salvage [--to NEW_DB] [--db PATH] [--json]\n"),
         (["help", "diff", "show"], "Error: help takes one command, not 2 words\nUsage: eventlog <command> [arguments] [--db PATH] [--json]\n"),
     ])
     func usageErrorsExitTwoWithTheUsageLine(_ arguments: [String], _ message: String) {
@@ -193,6 +195,16 @@ import Testing
         #expect(overview.out.contains("SUBCOMMANDS:"))
         #expect(eventlog(["--help"]).out == overview.out)
         #expect(eventlog(["help", "help"]).out == overview.out)
+    }
+
+    /// Some editors begin a file with a UTF-8 byte order mark: on the first line it is not
+    /// part of the JSON; anywhere else it is.
+    @Test func anImportMayBeginWithAByteOrderMark() throws {
+        let dir = TemporaryDirectory()
+        let event = #"{"stream":"s","type":"t"}"#
+        #expect(try runEventlog(["import", "-", "--db", dir.file("db")], stdin: "\u{FEFF}\(event)\n\(event)\n").out == "imported 2 events (seq 1-2)\n")
+        let second = try runEventlog(["import", "-", "--db", dir.file("db")], stdin: "\(event)\n\u{FEFF}\(event)\n")
+        #expect(second.code == 2 && second.err.hasPrefix("Error: - line 2, column 1: unexpected character"), "\(second.err)")
     }
 
     @Test func doubleDashEndsOptions() throws {

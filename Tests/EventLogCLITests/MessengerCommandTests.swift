@@ -72,7 +72,7 @@ import Testing
         #expect(result.code == 2)
         #expect(result.err == "Error: \(script) line 2: botmessages://nope: unknown destination 'nope' (see 'eventlog routes')\n")
         #expect(!FileManager.default.fileExists(atPath: db))
-        #expect(eventlog(["capture", "-", "--db", db], stdin: "wait forever").err == "Error: - line 1: 'wait' takes one duration such as 250ms or 1.5s\n")
+        #expect(eventlog(["capture", "-", "--db", db], stdin: "wait forever").err == "Error: - line 1: 'wait' takes one duration of at most an hour, such as 250ms or 1.5s\n")
     }
 
     @Test func demoRecordsAReproducibleSessionAndRefusesToOverwrite() throws {

@@ -341,6 +341,10 @@ enum LogCommands {
         options: [.init(name: "to", value: "NEW_DB", help: "The database to create (it must not hold events).")]
     ) { arguments, context in
         guard let targetPath = arguments.value("to") else { throw CLIError.usage("missing --to NEW_DB") }
+        guard URL(fileURLWithPath: targetPath).standardizedFileURL.resolvingSymlinksInPath()
+                != URL(fileURLWithPath: context.databasePath).standardizedFileURL.resolvingSymlinksInPath() else {
+            throw CLIError.usage("--to must name a new database, not the damaged one (--db)")
+        }
         // A log whose storage is damaged is read from its file, never through LMDB.
         let damage = try attempt { try EventStore.verifyStorage(at: context.databasePath) }
         let store = damage == nil ? try context.openStore() : nil

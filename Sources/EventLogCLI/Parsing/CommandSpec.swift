@@ -154,7 +154,9 @@ public struct ParsedArguments: Sendable {
     }
 
     static func seq(_ text: String, what: String) throws(CLIError) -> UInt64 {
-        guard let value = UInt64(text) else { throw CLIError.usage("\(what) must be a whole number (0 or more), not \"\(text)\"") }
+        guard text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }), let value = UInt64(text) else {
+            throw CLIError.usage("\(what) must be a whole number (0 or more), not \"\(text)\"")
+        }
         return value
     }
 
