@@ -226,8 +226,9 @@ enum Files {
     /// Streams `source` into a new file in `directory`, hashing it on the way, and links it
     /// as `name(hash)`, its base64url SHA-256 with what the caller adds. A file already there
     /// is kept when it holds the same bytes, and refused otherwise (it is never replaced); a
-    /// file linked here is recorded in `created`. Returns the hash and the name.
-    static func storeContentAddressed(_ source: String, in directory: String, created: CreatedPaths,
+    /// file linked here is recorded in `created`. Returns the hash and the name. Throws
+    /// `.cancelled`, the temporary file removed, when `isCancelled` says so between chunks.
+    static func storeContentAddressed(_ source: String, in directory: String, created: CreatedPaths, isCancelled: () -> Bool = { false },
                                       name: (_ hash: String) -> String) throws(DeployError) -> (hash: String, name: String) {
         guard let input = FileHandle(forReadingAtPath: source) else { throw .filesystem("cannot read \(source)") }
         defer { try? input.close() }
@@ -239,12 +240,14 @@ enum Files {
         do {
             defer { try? output.close() }
             while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
+                guard !isCancelled() else { throw DeployError.cancelled }
                 hasher.update(chunk)
                 try output.write(contentsOf: chunk)
             }
             try output.synchronize()
         } catch {
             unlink(temporary)
+            if case DeployError.cancelled = error { throw .cancelled }
             throw .filesystem("cannot copy \(source): \(error.localizedDescription)")
         }
         let hash = hasher.finalizeBase64URL()
@@ -357,9 +360,12 @@ public enum DeployError: Error, Sendable, Hashable, CustomStringConvertible {
     case usage(String)
     /// Another client holds the app directory's lock.
     case busy(String)
+    /// The caller asked the step to stop (a publish's `isCancelled`); what it had done is undone.
+    case cancelled
 
     public var description: String {
         switch self {
+        case .cancelled: "cancelled"
         case .badManifest(let reason): "bad manifest: \(reason)"
         case .refused(let reason), .transport(let reason), .filesystem(let reason), .usage(let reason), .busy(let reason): reason
         case .integrity(let key, let expected, let actual): "asset \(key): its SHA-256 is \(actual), the manifest says \(expected)"

@@ -15,6 +15,10 @@ import Foundation
 public struct DeployPublisher: Sendable {
     /// The root of the layout above; created on the first publish.
     public var serverDirectory: String
+    /// Asked between files, between each MiB copied and while waiting for another publish:
+    /// when it says so, the publish stops, takes back what it added and throws `.cancelled`
+    /// (a command line's Ctrl-C).
+    public var isCancelled: @Sendable () -> Bool = { false }
 
     /// A publisher into `serverDirectory`; nothing is touched until `publish`.
     public init(serverDirectory: String) {
@@ -40,7 +44,7 @@ public struct DeployPublisher: Sendable {
     ///   word for a roll-back) or that is already published for `runtimeVersion`; for a
     ///   server directory inside the bundle. `.refused` when an asset's name (or its type
     ///   file) is taken by other bytes; `.filesystem` when a file or directory cannot be read
-    ///   or written.
+    ///   or written; `.cancelled` when `isCancelled` said so.
     public func publish(bundle: String, runtimeVersion: String, launchAsset: String = "index.html",
                         id: String = UUID().uuidString.lowercased(), createdAt: Timestamp = .now()) throws(DeployError) -> UpdateManifest {
         _ = try DeployTarget(runtimeVersion: runtimeVersion)
@@ -53,7 +57,7 @@ public struct DeployPublisher: Sendable {
         let created = CreatedPaths()
         var lock: PublishLock?
         do throws(DeployError) {
-            lock = try PublishLock(serverDirectory: serverDirectory, created: created)
+            lock = try PublishLock(serverDirectory: serverDirectory, created: created, isCancelled: isCancelled)
             if let server = realpath(serverDirectory), let root = realpath(bundle), server == root || server.hasPrefix(root + "/") {
                 throw .usage("\(serverDirectory) is inside the bundle \(bundle): its files would be published")
             }
@@ -66,10 +70,10 @@ public struct DeployPublisher: Sendable {
             }
             var assets: [UpdateManifest.Asset] = []
             for key in files {
+                guard !isCancelled() else { throw .cancelled }
                 let type = Self.contentType(of: key)
-                let stored = try Files.storeContentAddressed(bundle + "/" + key, in: serverDirectory + "/assets", created: created) {
-                    Self.assetName(hash: $0, type: type)
-                }
+                let stored = try Files.storeContentAddressed(bundle + "/" + key, in: serverDirectory + "/assets", created: created,
+                                                             isCancelled: isCancelled) { Self.assetName(hash: $0, type: type) }
                 try Self.storeType(type, of: serverDirectory + "/assets/" + stored.name, created: created)
                 let fileExtension = (key as NSString).pathExtension
                 assets.append(UpdateManifest.Asset(key: key, hash: stored.hash, contentType: type.mediaType,
@@ -185,7 +189,7 @@ public struct DeployPublisher: Sendable {
 private final class PublishLock {
     private var descriptor: Int32
 
-    init(serverDirectory: String, created: CreatedPaths) throws(DeployError) {
+    init(serverDirectory: String, created: CreatedPaths, isCancelled: () -> Bool) throws(DeployError) {
         let path = serverDirectory + "/.publish-lock"
         while true {
             try created.makeDirectoryIfMissing(serverDirectory)
@@ -194,12 +198,15 @@ private final class PublishLock {
             if !isNew && errno == EEXIST { fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW) }
             if fd < 0 && errno == ENOENT { continue } // taken back by a failed publish meanwhile
             guard fd >= 0 else { throw .filesystem("cannot open \(path): \(String(cString: strerror(errno)))") }
-            while flock(fd, LOCK_EX) != 0 {
-                guard errno == EINTR else {
-                    let reason = String(cString: strerror(errno))
+            // Polled, so that a cancelled publish stops waiting.
+            while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+                let failure = errno
+                guard failure == EWOULDBLOCK || failure == EINTR, !isCancelled() else {
                     close(fd)
-                    throw .filesystem("cannot lock \(path): \(reason)")
+                    if failure == EWOULDBLOCK || failure == EINTR { throw .cancelled }
+                    throw .filesystem("cannot lock \(path): \(String(cString: strerror(failure)))")
                 }
+                usleep(20_000)
             }
             // The publish this one waited for may have failed and removed the file it locked.
             var held = stat(), there = stat()

@@ -3,6 +3,7 @@ import EventLog
 import EventLogTesting
 import Foundation
 import LoopbackServer
+import Synchronization
 import Testing
 
 /// Every refused update is a recorded failure with a one-line reason, and working is untouched.
@@ -151,6 +152,28 @@ struct DeployRefusalTests {
         close(fd)
         if waited == .timedOut { done.wait() }
         #expect(FileManager.default.fileExists(atPath: harness.serverDirectory + "/updates/1.0/u2.json"))
+    }
+
+    /// A publish told to stop (a command line's Ctrl-C) takes back what it had added.
+    @Test func aCancelledPublishTakesBackWhatItAdded() throws {
+        let harness = try DeployHarness(serve: false)
+        try harness.publish(["index.html": "one"], id: "u1")
+        let before = try FileManager.default.subpathsOfDirectory(atPath: harness.serverDirectory).sorted()
+        let bundle = harness.root.file("bundle-u2")
+        for (name, content) in ["0.js": "zero()", "a.css": "body{}", "index.html": "two"] {
+            try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
+            try Data(content.utf8).write(to: URL(fileURLWithPath: bundle + "/" + name))
+        }
+        // Stops at the third question: after the first asset is stored.
+        final class Countdown: @unchecked Sendable {
+            let asked = Atomic(0)
+        }
+        let countdown = Countdown()
+        var publisher = DeployPublisher(serverDirectory: harness.serverDirectory)
+        publisher.isCancelled = { countdown.asked.add(1, ordering: .relaxed).newValue >= 3 }
+        #expect(throws: DeployError.cancelled) { try publisher.publish(bundle: bundle, runtimeVersion: "2.0", id: "u2") }
+        #expect(countdown.asked.load(ordering: .relaxed) == 3)
+        #expect(try FileManager.default.subpathsOfDirectory(atPath: harness.serverDirectory).sorted() == before)
     }
 
     /// Hidden files and directories of a bundle (`.git/`, `.DS_Store`) are not published.

@@ -162,13 +162,13 @@ import Testing
         let db = dir.file("r.lmdb")
         let cases: [(String, String)] = [
             (#"{"stream":"s","type":"t","writes":[{"path":"v","new":1e400}]}"#, "beyond the range of a double"),
-            (#"{"stream":"s","type":"t","time":"2023-02-29T00:00:00Z"}"#, "not RFC 3339"),
-            (#"{"stream":"s","type":"t","time":"2026-02-30T00:00:00Z"}"#, "not RFC 3339"),
-            (#"{"stream":"s","type":"t","time":"2026-01-01T00:00:00+24:00"}"#, "not RFC 3339"),
-            (#"{"stream":"s","type":"t","time":"2026-01-01T00:00:00+05:60"}"#, "not RFC 3339"),
-            (#"{"stream":"s","type":"t","time":"2026-01-01T00:00:60Z"}"#, "not RFC 3339"),
-            (#"{"stream":"s","type":"t","time":"9999-12-31T23:59:59-01:00"}"#, "not RFC 3339"),
-            (#"{"stream":"s","type":"t","time":"2026-01-01T00:00:00.1234567Z"}"#, "not RFC 3339"),
+            (#"{"stream":"s","type":"t","time":"2023-02-29T00:00:00Z"}"#, "month 2 of 2023 has days 1 to 28, not 29"),
+            (#"{"stream":"s","type":"t","time":"2026-02-30T00:00:00Z"}"#, "month 2 of 2026 has days 1 to 28, not 30"),
+            (#"{"stream":"s","type":"t","time":"2026-01-01T00:00:00+24:00"}"#, "the offset must be under 24 hours and its minutes under 60"),
+            (#"{"stream":"s","type":"t","time":"2026-01-01T00:00:00+05:60"}"#, "the offset must be under 24 hours and its minutes under 60"),
+            (#"{"stream":"s","type":"t","time":"2026-01-01T00:00:60Z"}"#, "second 60 is a leap second, which the log's clock does not have"),
+            (#"{"stream":"s","type":"t","time":"9999-12-31T23:59:59-01:00"}"#, "it falls outside the years 0000 to 9999 in UTC"),
+            (#"{"stream":"s","type":"t","time":"2026-01-01T00:00:00.1234567Z"}"#, "the fraction is finer than a microsecond, which the log keeps"),
         ]
         for (line, reason) in cases {
             let result = try runEventlog(["import", "-", "--db", db], stdin: line)

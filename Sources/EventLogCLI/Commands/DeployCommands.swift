@@ -113,11 +113,17 @@ enum DeployCommands {
         guard let bundle else { throw CLIError.usage("deploy publish needs the bundle directory") }
         guard let serverDirectory = arguments.value("to") else { throw CLIError.usage("deploy publish needs --to SERVER_DIR") }
         guard let runtime = arguments.value("runtime-version") else { throw CLIError.usage("deploy publish needs --runtime-version V") }
-        let publisher = DeployPublisher(serverDirectory: serverDirectory)
+        // Interrupted, the publish stops and takes back what it added before the process ends.
+        let signals = InterruptSignals()
+        defer { signals.stop() }
+        var publisher = DeployPublisher(serverDirectory: serverDirectory)
+        publisher.isCancelled = { signals.received != 0 }
         let manifest: UpdateManifest
         do {
             manifest = try publisher.publish(bundle: bundle, runtimeVersion: runtime, launchAsset: arguments.value("launch-asset") ?? "index.html",
                                              id: arguments.value("id") ?? UUID().uuidString.lowercased())
+        } catch .cancelled {
+            InterruptSignals.exit(saying: "nothing was published", signal: signals.received)
         } catch {
             throw cliError(error)
         }
