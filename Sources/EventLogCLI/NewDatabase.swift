@@ -1,6 +1,5 @@
 import EventLog
 import Foundation
-import Synchronization
 
 /// What a writing command is about to create for a database that may not exist yet, so that
 /// when it fails before committing anything it removes exactly that, and nothing else.
@@ -37,97 +36,5 @@ struct NewDatabase: Sendable {
 
     private func removeFiles() {
         for file in createsFiles { unlink(path + "/" + file) }
-    }
-}
-
-/// Listens for the signals that interrupt a command: Ctrl-C (SIGINT), SIGTERM and a hang-up
-/// (SIGHUP, a closed terminal). Each calls `handler` with its number, once, on a queue of its
-/// own, instead of ending the process mid-write; a signal the process was started ignoring
-/// stays ignored (`nohup`, a job a script put in the background). `stop()` restores the
-/// default handling.
-final class InterruptSignals: @unchecked Sendable {
-    private static let numbers = [SIGINT, SIGTERM, SIGHUP]
-    /// The first signal's number, 0 until one comes: a second one (Ctrl-C twice) adds nothing.
-    private let first = Atomic<Int32>(0)
-    /// Set by `init` and cleared by `stop`, both on the command's thread.
-    private var sources: [(number: Int32, source: any DispatchSourceSignal)] = []
-
-    init(_ handler: @escaping @Sendable (Int32) -> Void = { _ in }) {
-        let ignored = unsafeBitCast(SIG_IGN, to: Int.self)
-        sources = Self.numbers.compactMap { number in
-            guard unsafeBitCast(signal(number, SIG_IGN), to: Int.self) != ignored else { return nil }
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [self] in
-                guard first.compareExchange(expected: 0, desired: number, ordering: .acquiringAndReleasing).exchanged else { return }
-                handler(number)
-            }
-            source.resume()
-            return (number, source)
-        }
-    }
-
-    /// The number of the first signal received, or 0.
-    var received: Int32 { first.load(ordering: .acquiring) }
-
-    func stop() {
-        for (number, source) in sources {
-            source.cancel()
-            signal(number, SIG_DFL)
-        }
-        sources.removeAll()
-    }
-
-    /// Tells the person what was kept (`Interrupted: TEXT`) and ends the process with the
-    /// shell's status for `signal` (128 + its number).
-    static func exit(saying text: String, signal: Int32) -> Never {
-        let clear = isatty(STDERR_FILENO) == 1 ? "\r\u{1B}[2K" : ""
-        FileHandle.standardError.write(Data("\(clear)Interrupted: \(text)\n".utf8))
-        Foundation.exit(128 + signal)
-    }
-}
-
-/// What to tell a person who interrupts an import (see `InterruptSignals`): what was kept
-/// and how to continue. Until the first commit, nothing was kept.
-final class InterruptionNotice: @unchecked Sendable {
-    private let message = Mutex("nothing was imported")
-    private let committed = Atomic(false)
-    /// The log the command writes, once open.
-    private let store = Mutex<EventStore?>(nil)
-    private var signals: InterruptSignals?
-
-    /// Starts listening, before the command opens (and may create) its database, so that no
-    /// moment leaves one behind; `remove()` restores the default handling. Interrupted before
-    /// its first commit, the command removes the database it created, if it did.
-    static func install(removingIfEmpty created: NewDatabase) -> InterruptionNotice {
-        let notice = InterruptionNotice()
-        notice.signals = InterruptSignals { [notice] number in
-            let text = notice.message.withLock { $0 }
-            if !notice.committed.load(ordering: .acquiring) {
-                // Once the log is open the command may be inside its write transaction, which
-                // holds the lock the other check would wait for.
-                if let store = notice.store.withLock({ $0 }) {
-                    created.removeIfStillEmpty(whileWriting: store)
-                } else {
-                    created.removeIfStillEmpty()
-                }
-            }
-            InterruptSignals.exit(saying: text, signal: number)
-        }
-        return notice
-    }
-
-    /// Hands over the log the command opened.
-    func writing(_ store: EventStore) {
-        self.store.withLock { $0 = store }
-    }
-
-    /// Says what a commit kept.
-    func committed(_ text: String) {
-        message.withLock { $0 = text }
-        committed.store(true, ordering: .releasing)
-    }
-
-    func remove() {
-        signals?.stop()
     }
 }
