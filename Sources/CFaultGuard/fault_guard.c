@@ -31,7 +31,12 @@ void eventlog_fault_guard_set_map(int slot, const void *base, size_t size) {
     atomic_store(&map_size[slot], 0);
     atomic_store(&map_base[slot], (uintptr_t)base);
     atomic_store(&map_size[slot], size);
-    if (size == 0) atomic_store(&slot_taken[slot], 0);
+}
+
+void eventlog_fault_guard_release_slot(int slot) {
+    if (slot < 0 || slot >= slots) return;
+    atomic_store(&map_size[slot], 0);
+    atomic_store(&slot_taken[slot], 0);
 }
 
 static int inside_a_map(uintptr_t address) {

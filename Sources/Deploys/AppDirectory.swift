@@ -164,8 +164,9 @@ enum Files {
     static func uniqueSuffix() -> String { UUID().uuidString.lowercased() }
 
     /// Writes a file whole or not at all: a temporary file new to this call (created
-    /// exclusively), flushed, renamed over the old one.
-    static func writeAtomically(_ data: Data, to target: String) throws(DeployError) {
+    /// exclusively), flushed, renamed over the old one. A `target` that was not there is
+    /// recorded in `created` as soon as it is, before its directory is flushed.
+    static func writeAtomically(_ data: Data, to target: String, created: CreatedPaths? = nil) throws(DeployError) {
         let temporary = target + ".next-" + uniqueSuffix()
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw .filesystem("cannot write \(temporary): \(String(cString: strerror(errno)))") }
@@ -177,6 +178,7 @@ enum Files {
             unlink(temporary)
             throw .filesystem("cannot write \(target): \(reason)")
         }
+        created?.record(file: target)
         try Files.syncDirectory((target as NSString).deletingLastPathComponent)
     }
 

@@ -7,7 +7,7 @@ import Foundation
 ///     SERVER_DIR/assets/NAME           each file's bytes; NAME is their base64url SHA-256
 ///                                      and the extension of their content type
 ///     SERVER_DIR/assets/NAME.type      its content type
-///     SERVER_DIR/updates/RUNTIME/ID.json   the manifest (asset URLs are /assets/KEY)
+///     SERVER_DIR/updates/RUNTIME/ID.json   the manifest (asset URLs are /assets/NAME)
 ///     SERVER_DIR/updates/RUNTIME/current   the id served to that runtime version
 ///
 /// Assets are content-addressed, so publishing again only adds what changed; `current` is
@@ -82,14 +82,17 @@ public struct DeployPublisher: Sendable {
             let launch = assets.first { $0.key == launchAsset }!
             let manifest = UpdateManifest(id: id, createdAt: createdAt.description, runtimeVersion: runtimeVersion,
                                           launchAsset: launch, assets: assets.filter { $0.key != launchAsset })
-            try Files.writeAtomically(Data(manifest.json.json(pretty: true).utf8), to: runtime + "/" + id + ".json")
-            created.record(file: runtime + "/" + id + ".json")
+            try Files.writeAtomically(Data(manifest.json.json(pretty: true).utf8), to: runtime + "/" + id + ".json", created: created)
             try Files.writeAtomically(Data((id + "\n").utf8), to: runtime + "/current")
             lock?.release()
             return manifest
         } catch {
-            // Still under the lock: no other publish has seen what is taken back.
-            created.removeAll()
+            // Once `current` names the update, clients may fetch it: nothing is taken back (the
+            // error says what failed after, such as flushing the directory).
+            if (try? Files.readSmall(runtime + "/current")) != Data((id + "\n").utf8) {
+                // Still under the lock: no other publish has seen what is taken back.
+                created.removeAll()
+            }
             lock?.release()
             throw error
         }
@@ -192,11 +195,14 @@ private final class PublishLock {
     init(serverDirectory: String, created: CreatedPaths, isCancelled: () -> Bool) throws(DeployError) {
         let path = serverDirectory + "/.publish-lock"
         while true {
+            guard !isCancelled() else { throw .cancelled }
             try created.makeDirectoryIfMissing(serverDirectory)
             var fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
             let isNew = fd >= 0
-            if !isNew && errno == EEXIST { fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW) }
-            if fd < 0 && errno == ENOENT { continue } // taken back by a failed publish meanwhile
+            if !isNew && errno == EEXIST {
+                fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+                if fd < 0 && errno == ENOENT { continue } // taken back by a failed publish meanwhile
+            }
             guard fd >= 0 else { throw .filesystem("cannot open \(path): \(String(cString: strerror(errno)))") }
             // Polled, so that a cancelled publish stops waiting.
             while flock(fd, LOCK_EX | LOCK_NB) != 0 {

@@ -19,7 +19,7 @@ public enum EventLogCLI {
         reportStorageFaultsAsDamage()
         let console = Console.standard()
         let status: Int32
-        let notUTF8 = (1..<Int(CommandLine.argc)).first { index in
+        let notUTF8 = (1..<max(1, Int(CommandLine.argc))).first { index in
             CommandLine.unsafeArgv[index].map { String(validatingCString: $0) == nil } ?? false
         }
         if let index = notUTF8 {

@@ -3,28 +3,29 @@ import Foundation
 import Synchronization
 
 /// Listens for the signals that interrupt a command: Ctrl-C (SIGINT), SIGTERM and a hang-up
-/// (SIGHUP, a closed terminal). Each calls `handler` with its number, once, on a queue of its
-/// own, instead of ending the process mid-write; a signal the process was started ignoring
-/// stays ignored (`nohup`, a job a script put in the background). `stop()` restores the
-/// default handling.
+/// (SIGHUP, a closed terminal). The first of them calls `handler` with its number, on a queue
+/// of its own, instead of ending the process mid-write; later ones add nothing. A signal the
+/// process was started ignoring stays ignored (`nohup`, a job a script put in the background).
+/// `stop()` restores the handling there was before.
 final class InterruptSignals: @unchecked Sendable {
     private static let numbers = [SIGINT, SIGTERM, SIGHUP]
     /// The first signal's number, 0 until one comes: a second one (Ctrl-C twice) adds nothing.
     private let first = Atomic<Int32>(0)
     /// Set by `init` and cleared by `stop`, both on the command's thread.
-    private var sources: [(number: Int32, source: any DispatchSourceSignal)] = []
+    private var sources: [(number: Int32, source: any DispatchSourceSignal, previous: __sighandler_t?)] = []
 
     init(_ handler: @escaping @Sendable (Int32) -> Void = { _ in }) {
         let ignored = unsafeBitCast(SIG_IGN, to: Int.self)
         sources = Self.numbers.compactMap { number in
-            guard unsafeBitCast(signal(number, SIG_IGN), to: Int.self) != ignored else { return nil }
+            let previous = signal(number, SIG_IGN)
+            guard unsafeBitCast(previous, to: Int.self) != ignored else { return nil }
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { [self] in
                 guard first.compareExchange(expected: 0, desired: number, ordering: .acquiringAndReleasing).exchanged else { return }
                 handler(number)
             }
             source.resume()
-            return (number, source)
+            return (number, source, previous)
         }
     }
 
@@ -32,9 +33,9 @@ final class InterruptSignals: @unchecked Sendable {
     var received: Int32 { first.load(ordering: .acquiring) }
 
     func stop() {
-        for (number, source) in sources {
+        for (number, source, previous) in sources {
             source.cancel()
-            signal(number, SIG_DFL)
+            signal(number, previous)
         }
         sources.removeAll()
     }
@@ -53,34 +54,35 @@ final class InterruptSignals: @unchecked Sendable {
 final class InterruptionNotice: @unchecked Sendable {
     private let message = Mutex("nothing was imported")
     private let committed = Atomic(false)
-    /// The log the command writes, once open.
+    /// The log the command writes, once open; held while it opens, so that a signal is
+    /// handled either before anything exists or with the log in hand.
     private let store = Mutex<EventStore?>(nil)
     private var signals: InterruptSignals?
 
-    /// Starts listening, before the command opens (and may create) its database, so that no
-    /// moment leaves one behind; `remove()` restores the default handling. Interrupted before
-    /// its first commit, the command removes the database it created, if it did.
+    /// Starts listening, before the command opens (and may create) its database with
+    /// `opening`, so that no moment leaves one behind; `remove()` restores the default
+    /// handling. Interrupted before its first commit, the command removes the database it
+    /// created, if it did.
     static func install(removingIfEmpty created: NewDatabase) -> InterruptionNotice {
         let notice = InterruptionNotice()
         notice.signals = InterruptSignals { [notice] number in
-            let text = notice.message.withLock { $0 }
-            if !notice.committed.load(ordering: .acquiring) {
-                // Once the log is open the command may be inside its write transaction, which
-                // holds the lock the other check would wait for.
-                if let store = notice.store.withLock({ $0 }) {
-                    created.removeIfStillEmpty(whileWriting: store)
-                } else {
-                    created.removeIfStillEmpty()
-                }
+            notice.store.withLock { store in
+                // The command may be inside its write transaction, which holds the lock that
+                // `removeIfStillEmpty()` would wait for; before the log is open, nothing is.
+                if let store, !notice.committed.load(ordering: .acquiring) { created.removeIfStillEmpty(whileWriting: store) }
             }
-            InterruptSignals.exit(saying: text, signal: number)
+            InterruptSignals.exit(saying: notice.message.withLock { $0 }, signal: number)
         }
         return notice
     }
 
-    /// Hands over the log the command opened.
-    func writing(_ store: EventStore) {
-        self.store.withLock { $0 = store }
+    /// Opens the log the command writes with `open`, which a signal waits for.
+    func opening(_ open: () throws(CLIError) -> EventStore) throws(CLIError) -> EventStore {
+        try store.withLock { (store) throws(CLIError) -> EventStore in
+            let opened = try open()
+            store = opened
+            return opened
+        }
     }
 
     /// Says what a commit kept.

@@ -95,7 +95,10 @@ struct DeployRefusalTests {
         }
         let before = try listing()
         // "0.js" is stored before "a.css" is refused; runtime 2.0 gets a directory of its own.
-        #expect(throws: DeployError.self) { try harness.publish(["0.js": "new()", "a.css": "body{}", "index.html": "two"], id: "u2", runtime: "2.0") }
+        let error = try #require(throws: DeployError.self) {
+            try harness.publish(["0.js": "new()", "a.css": "body{}", "index.html": "two"], id: "u2", runtime: "2.0")
+        }
+        #expect(error == .refused("\(harness.serverDirectory)/assets/\(name) is already there, but it is not these bytes (damaged, or not a regular file); remove it and publish again"))
         #expect(try listing() == before)
     }
 
@@ -115,7 +118,9 @@ struct DeployRefusalTests {
     @Test func publishRefusesIdsTheServerCannotServeAndAServerInsideTheBundle() throws {
         let harness = try DeployHarness(serve: false)
         for id in ["rollBackToEmbedded", ".hidden", "..", "a/b"] {
-            #expect(throws: DeployError.self, "\(id)") { try harness.publish(["index.html": "one"], id: id) }
+            #expect(throws: DeployError.usage("the update id must be 1 to 128 letters, digits, '-', '_' or '.', not first, and not the word rollBackToEmbedded: \"\(id)\"")) {
+                try harness.publish(["index.html": "one"], id: id)
+            }
         }
         let bundle = harness.root.file("bundle-inside")
         try FileManager.default.createDirectory(atPath: bundle + "/srv", withIntermediateDirectories: true)

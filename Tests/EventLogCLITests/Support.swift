@@ -109,3 +109,14 @@ func counterEvents(key: String, count: Int, start: Int = 0) -> String {
         return #"{"stream":"test","type":"tick","origin":"test","writes":[{"path":"\#(key)"\#(old),"new":\#(i)}]}"#
     }.joined(separator: "\n") + "\n"
 }
+
+/// Waits until `path` exists, for at most a minute and only while `process` runs.
+func waitForFile(_ path: String, of process: Process) throws {
+    let deadline = Date().addingTimeInterval(60)
+    while !FileManager.default.fileExists(atPath: path) {
+        guard process.isRunning, Date() < deadline else {
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: path])
+        }
+        usleep(10_000)
+    }
+}

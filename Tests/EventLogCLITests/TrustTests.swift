@@ -67,8 +67,9 @@ import Testing
             process.standardError = err
             try process.run()
             // Interrupt once the import has begun its one transaction.
-            while !FileManager.default.fileExists(atPath: db + "/data.mdb") { usleep(10_000) }
+            try waitForFile(db + "/data.mdb", of: process)
             usleep(200_000)
+            #expect(process.isRunning)
             kill(process.processIdentifier, number)
             let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             process.waitUntilExit()
@@ -83,8 +84,9 @@ import Testing
         process.arguments = ["-c", #"trap '' HUP && exec "$0" "$@""#, builtExecutable().path, "import", dir.file("many.jsonl"), "--db", kept]
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        while !FileManager.default.fileExists(atPath: kept + "/data.mdb") { usleep(10_000) }
+        try waitForFile(kept + "/data.mdb", of: process)
         usleep(200_000)
+        #expect(process.isRunning)
         kill(process.processIdentifier, SIGHUP)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)

@@ -14,6 +14,9 @@ static inline void eventlog_fault_guard_leave(void) { eventlog_fault_guard_depth
 /// a fault at an address inside a map is a damaged (or truncated) file read through it.
 void eventlog_fault_guard_set_map(int slot, const void *base, size_t size);
 
+/// Forgets the map in `slot` and frees the slot for another environment.
+void eventlog_fault_guard_release_slot(int slot);
+
 /// A free slot for a map, or -1 when all 32 are taken.
 int eventlog_fault_guard_take_slot(void);
 

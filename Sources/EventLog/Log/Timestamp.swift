@@ -93,7 +93,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
             return v
         }
         func fail(_ reason: String) -> TimestampFormatError { TimestampFormatError(reason: reason) }
-        let shape = fail("expected YYYY-MM-DDTHH:MM:SS, an optional fraction, then Z or ±HH:MM")
+        var shape: TimestampFormatError { fail("expected YYYY-MM-DDTHH:MM:SS, an optional fraction, then Z or ±HH:MM") }
         guard b.count >= 20, b[4] == 45, b[7] == 45, b[10] == 84 || b[10] == 116, b[13] == 58, b[16] == 58,
               let y = number(0..<4), let mo = number(5..<7), let d = number(8..<10),
               let h = number(11..<13), let mi = number(14..<16), let s = number(17..<19) else { throw shape }

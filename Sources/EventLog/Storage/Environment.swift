@@ -93,14 +93,9 @@ package final class Environment: @unchecked Sendable {
     /// Finds where the map is now (it moves when it grows), for the checks of every borrowed
     /// value (`mapBounds`) and for `FaultGuard`. Runs where no transaction of the process is active.
     private func recordMap() {
-        // Not found: nothing is checked, and the guard's slot stays this environment's (a size
-        // of 0 would hand it to the next one opened).
-        guard let bounds = MapBounds.find(mappingOf: path + "/data.mdb") else {
-            mapBounds = .unknown
-            return
-        }
-        mapBounds = bounds
-        FaultGuard.setMap(faultGuardSlot, base: UnsafeRawPointer(bitPattern: bounds.start), size: bounds.size)
+        // Not found: nothing is checked, and the guard forgets the map that was (now unmapped).
+        mapBounds = MapBounds.find(mappingOf: path + "/data.mdb") ?? .unknown
+        FaultGuard.setMap(faultGuardSlot, base: UnsafeRawPointer(bitPattern: mapBounds.start), size: mapBounds.size)
     }
 
     /// Clears the reader slots of processes that died inside a read transaction. LMDB keeps
@@ -171,7 +166,7 @@ package final class Environment: @unchecked Sendable {
     }
 
     deinit {
-        FaultGuard.setMap(faultGuardSlot, base: nil, size: 0)
+        FaultGuard.releaseSlot(faultGuardSlot)
         mdb_env_close(handle)
         pthread_rwlock_destroy(resizeLock)
         resizeLock.deallocate()

@@ -35,8 +35,13 @@ package enum FaultGuard {
     /// returns and LMDB goes on as it would.
     static func lmdbAssertionFailed() { eventlog_fault_guard_assertion_failed() }
 
-    /// Records the map of the environment in `slot`; size 0 forgets it and frees the slot.
+    /// Records the map of the environment in `slot`; size 0 forgets it.
     static func setMap(_ slot: Int32, base: UnsafeRawPointer?, size: Int) {
         eventlog_fault_guard_set_map(slot, base, size)
+    }
+
+    /// Forgets the map in `slot` and frees the slot (the environment is closed).
+    static func releaseSlot(_ slot: Int32) {
+        eventlog_fault_guard_release_slot(slot)
     }
 }

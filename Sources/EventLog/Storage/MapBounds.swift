@@ -24,14 +24,17 @@ struct MapBounds: Sendable, Equatable {
     }
 
     /// Where this process maps `file`, from `/proc/self/maps` (LMDB does not say; its
-    /// `me_mapaddr` is set only for fixed maps): the lines whose device and inode are the
-    /// file's, joined where they are contiguous (the kernel may split one mapping in several).
-    /// `nil` when the file is not mapped or the table cannot be read.
+    /// `me_mapaddr` is set only for fixed maps): the lines with the file's inode and its
+    /// device, or its name where the two devices differ (overlay file systems show the one
+    /// below), joined where they are contiguous (the kernel may split one mapping in
+    /// several). `nil` when the file is not mapped or the table cannot be read.
     static func find(mappingOf file: String) -> MapBounds? {
         var status = stat()
         guard stat(file, &status) == 0, let table = readProcessMaps() else { return nil }
-        let device = (major: (status.st_dev >> 8) & 0xFFF | (status.st_dev >> 32) & ~0xFFF,
-                      minor: status.st_dev & 0xFF | (status.st_dev >> 12) & ~0xFF)
+        // glibc's gnu_dev_major and gnu_dev_minor.
+        let device = (major: (status.st_dev >> 8) & 0xFFF | (status.st_dev >> 32) & 0xFFFF_F000,
+                      minor: status.st_dev & 0xFF | (status.st_dev >> 12) & 0xFFFF_FF00)
+        let name = "/" + (file.split(separator: "/").last.map(String.init) ?? file)
         var found: MapBounds?
         // Each line: "start-end perms offset major:minor inode path".
         for line in table.split(separator: UInt8(ascii: "\n")) {
@@ -39,9 +42,10 @@ struct MapBounds: Sendable, Equatable {
             guard fields.count >= 6, number(fields[4], radix: 10) == UInt64(status.st_ino) else { continue }
             let deviceFields = fields[3].split(separator: UInt8(ascii: ":"))
             let range = fields[0].split(separator: UInt8(ascii: "-")).compactMap { number($0, radix: 16) }
-            guard deviceFields.count == 2, number(deviceFields[0], radix: 16) == UInt64(device.major),
-                  number(deviceFields[1], radix: 16) == UInt64(device.minor),
-                  range.count == 2, range[1] > range[0] else { continue }
+            let sameDevice = deviceFields.count == 2 && number(deviceFields[0], radix: 16) == UInt64(device.major)
+                && number(deviceFields[1], radix: 16) == UInt64(device.minor)
+            let sameName = String(decoding: fields[5], as: UTF8.self).hasSuffix(name)
+            guard sameDevice || sameName, range.count == 2, range[1] > range[0] else { continue }
             let piece = MapBounds(start: UInt(range[0]), end: UInt(range[1]))
             if let joined = found, joined.end == piece.start {
                 found = MapBounds(start: joined.start, end: piece.end)

@@ -130,7 +130,7 @@ enum FleetCommands {
             })])
         } else {
             for log in logs {
-                context.console.line("\(log.logID.uuidString.lowercased())  \(Render.column(String(log.events), 8))events  last \(log.lastTime)")
+                context.console.line("\(log.logID.uuidString.lowercased())  \(Render.column(String(log.events), 9))events  last \(log.lastTime)")
             }
             context.console.line("\(logs.count) log\(logs.count == 1 ? "" : "s") in \(fleet.stream)")
         }

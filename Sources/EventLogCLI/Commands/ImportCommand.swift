@@ -31,8 +31,7 @@ enum ImportCommand {
         let lines = source == "-" ? context.console.stdinLines() : try LineReader(path: source)
         let interruption = InterruptionNotice.install(removingIfEmpty: NewDatabase(at: context.databasePath))
         defer { interruption.remove() }
-        let store = try context.openStore(writable: true)
-        interruption.writing(store)
+        let store = try interruption.opening { () throws(CLIError) in try context.openStore(writable: true) }
         var run = try attempt(writingTo: context.databasePath) {
             try ImportRun(store: store, lines: lines, source: source, batchSize: batchSize, resume: arguments.flag("resume"),
                           console: context.console)
