@@ -25,16 +25,12 @@ struct TestGenerator<Model: EffectModel> {
         var divergences: [String]
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-    }
-
     typealias Engine = EffectEngine<Model>
 
     /// The test for `records` (a contiguous range of the log), `before` being the state right
     /// before the first of them. `scratch` is an empty directory the generator may use.
     func generate(_ records: [EventRecord], before: StateValue, name: String, command: String, scratch: String) throws -> Output {
-        guard let first = records.first else { throw Failure(description: "no events in the range") }
+        guard let first = records.first else { throw CLIError.badInput("no events in the range") }
         let clock = ManualClock(start: first.time)
         var options = EventStore.Options()
         options.clock = clock.clock
@@ -112,7 +108,8 @@ struct TestGenerator<Model: EffectModel> {
             let source = start.cause?.source ?? ""
             let plan: Plan<Model.Effect>
             do { plan = try self.plan(source) } catch {
-                throw Failure(description: "event #\(records[startIndex].seq): cannot rebuild the plan of \(source): \(error)")
+                throw CLIError.badInput("event #\(records[startIndex].seq): "
+                    + (source.isEmpty ? "its plan records no source to rebuild it from" : "cannot rebuild the plan of \(Self.literal(source)): \(error)"))
             }
             let run = try engine.run(plan, origin: start.origin)
             return ("try engine.run(\(planExpression(Self.literal(source))), origin: \(Self.literal(start.origin.rawValue)))", run.records, true)

@@ -59,5 +59,15 @@ import Testing
         #expect(eventlog(["testgen", "--name", "not-an-identifier", "--db", db]).code == 2)
         #expect(eventlog(["testgen", "--name", "9lives", "--db", db]).code == 2)
         #expect(eventlog(["testgen", "--db", directory.file("missing")]).code == 3)
+        // A plan's start that cannot be driven again is bad input, and says why.
+        let starts = directory.file("starts.jsonl")
+        try (#"{"stream":"plans","type":"planStarted","origin":"url"}"# + "\n"
+             + #"{"stream":"plans","type":"planStarted","origin":"url","cause":{"id":"p","source":"botmessages://nowhere"}}"#)
+            .write(toFile: starts, atomically: true, encoding: .utf8)
+        let odd = directory.file("odd.lmdb")
+        #expect(eventlog(["import", starts, "--db", odd]).code == 0)
+        #expect(eventlog(["testgen", "--from", "1", "--to", "1", "--db", odd]) == (2, "", "Error: event #1: its plan records no source to rebuild it from\n"))
+        #expect(eventlog(["testgen", "--from", "2", "--to", "2", "--db", odd]).err
+                == "Error: event #2: cannot rebuild the plan of \"botmessages://nowhere\": botmessages://nowhere: unknown destination 'nowhere' (see 'eventlog routes')\n")
     }
 }
