@@ -58,7 +58,7 @@ public struct DeployPublisher: Sendable {
         var lock: PublishLock?
         do throws(DeployError) {
             lock = try PublishLock(serverDirectory: serverDirectory, created: created, isCancelled: isCancelled)
-            if let server = realpath(serverDirectory), let root = realpath(bundle), server == root || server.hasPrefix(root + "/") {
+            if let server = canonicalPath(serverDirectory), let root = canonicalPath(bundle), server == root || server.hasPrefix(root + "/") {
                 throw .usage("\(serverDirectory) is inside the bundle \(bundle): its files would be published")
             }
             // A published update never changes: clients that have it would never see the change.
@@ -236,8 +236,8 @@ private final class PublishLock {
 }
 
 /// The canonical path of an existing file, or `nil`.
-private func realpath(_ path: String) -> String? {
-    guard let resolved = Glibc.realpath(path, nil) else { return nil }
+private func canonicalPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
     defer { free(resolved) }
     return String(cString: resolved)
 }

@@ -52,16 +52,16 @@ final class InterruptSignals: @unchecked Sendable {
 /// What to tell a person who interrupts an import (see `InterruptSignals`): what was kept
 /// and how to continue. Until the first commit, nothing was kept.
 final class InterruptionNotice: @unchecked Sendable {
-    private let message = Mutex("nothing was imported")
-    private let committed = Atomic(false)
+    /// What the commits so far kept; `nil` before the first.
+    private let kept = Mutex<String?>(nil)
     /// The log the command writes, once open; held while it opens, so that a signal is
     /// handled either before anything exists or with the log in hand.
     private let store = Mutex<EventStore?>(nil)
     private var signals: InterruptSignals?
 
     /// Starts listening, before the command opens (and may create) its database with
-    /// `opening`, so that no moment leaves one behind; `remove()` restores the default
-    /// handling. Interrupted before its first commit, the command removes the database it
+    /// `opening`, so that no moment leaves one behind; `remove()` restores the handling there
+    /// was before. Interrupted before its first commit, the command removes the database it
     /// created, if it did.
     static func install(removingIfEmpty created: NewDatabase) -> InterruptionNotice {
         let notice = InterruptionNotice()
@@ -69,9 +69,9 @@ final class InterruptionNotice: @unchecked Sendable {
             notice.store.withLock { store in
                 // The command may be inside its write transaction, which holds the lock that
                 // `removeIfStillEmpty()` would wait for; before the log is open, nothing is.
-                if let store, !notice.committed.load(ordering: .acquiring) { created.removeIfStillEmpty(whileWriting: store) }
+                if let store, notice.kept.withLock({ $0 }) == nil { created.removeIfStillEmpty(whileWriting: store) }
             }
-            InterruptSignals.exit(saying: notice.message.withLock { $0 }, signal: number)
+            InterruptSignals.exit(saying: notice.kept.withLock { $0 } ?? "nothing was imported", signal: number)
         }
         return notice
     }
@@ -87,8 +87,7 @@ final class InterruptionNotice: @unchecked Sendable {
 
     /// Says what a commit kept.
     func committed(_ text: String) {
-        message.withLock { $0 = text }
-        committed.store(true, ordering: .releasing)
+        kept.withLock { $0 = text }
     }
 
     func remove() {

@@ -43,13 +43,15 @@ func builtExecutable() -> URL {
 
 /// The built executable as a child process, ready to run. With `fileSizeLimit` (bytes) it
 /// runs under that limit with `SIGXFSZ` ignored, so that writes past it come up short, as
-/// on a full disk.
-func spawnEventlog(_ arguments: [String], environment: [String: String] = [:], fileSizeLimit: Int? = nil) throws -> Process {
+/// on a full disk; `ignoringHangUp` starts it with `SIGHUP` ignored, as `nohup` does.
+func spawnEventlog(_ arguments: [String], environment: [String: String] = [:], fileSizeLimit: Int? = nil,
+                   ignoringHangUp: Bool = false) throws -> Process {
     let process = Process()
-    if let fileSizeLimit {
-        // POSIX sh counts `ulimit -f` in blocks of 512 bytes.
+    // POSIX sh counts `ulimit -f` in blocks of 512 bytes.
+    let setup = (fileSizeLimit.map { ["ulimit -f \($0 / 512)", "trap '' XFSZ"] } ?? []) + (ignoringHangUp ? ["trap '' HUP"] : [])
+    if !setup.isEmpty {
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", #"ulimit -f \#(fileSizeLimit / 512) && trap '' XFSZ && exec "$0" "$@""#, builtExecutable().path] + arguments
+        process.arguments = ["-c", (setup + [#"exec "$0" "$@""#]).joined(separator: " && "), builtExecutable().path] + arguments
     } else {
         process.executableURL = builtExecutable()
         process.arguments = arguments
