@@ -28,6 +28,12 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // libcurl (Debian: libcurl4-openssl-dev), the HTTP transport of deploys and update lookups.
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         // nats.c, the NATS client with JetStream (Debian: libnats-dev), for the fleet.
         .systemLibrary(
             name: "CNATS",
@@ -44,8 +50,8 @@ let package = Package(
         .target(name: "Effects", dependencies: ["EventLog"]),
         // Typed collections of Codable objects whose every save and delete is an event.
         .target(name: "Objects", dependencies: ["EventLog"]),
-        // HTTP GETs through URLSession, bodies streamed chunk by chunk (for lookups and deploys).
-        .target(name: "HTTPFetch"),
+        // HTTP GETs through libcurl, bodies streamed chunk by chunk (for lookups and deploys).
+        .target(name: "HTTPFetch", dependencies: ["CCurl"]),
         // The App Store version check: lookups, forced and optional prompts, every decision an event.
         .target(name: "UpdatePrompts", dependencies: ["EventLog", "HTTPFetch"]),
         // Web bundles shipped into app installs over Expo Updates v1, every transition an event.
@@ -92,6 +98,7 @@ let package = Package(
         .testTarget(name: "ObjectsTests", dependencies: ["Objects", "EventLog", "EventLogTesting"]),
         // Servers the tests start on loopback: real HTTP, no mocks.
         .target(name: "LoopbackServer", path: "Tests/LoopbackServer", exclude: ["fixture_server.py"]),
+        .testTarget(name: "HTTPFetchTests", dependencies: ["HTTPFetch", "LoopbackServer"]),
         .testTarget(name: "UpdatePromptsTests", dependencies: ["UpdatePrompts", "EventLog", "EventLogTesting", "LoopbackServer"]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "EventLog", "EventLogTesting", "LoopbackServer"]),
         .testTarget(name: "DeploysTests", dependencies: ["Deploys", "HTTPFetch", "EventLog", "EventLogTesting", "LoopbackServer"]),

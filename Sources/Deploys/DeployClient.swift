@@ -43,6 +43,13 @@ public final class DeployClient {
     public var foregroundCheckInterval: Int64 = 86_400_000_000
     /// How long a server may stay silent, in seconds.
     public var timeout: Double = 30
+    /// How long one exchange with the source may take in all, in seconds: a manifest request,
+    /// or the download of every asset of an update. A server that trickles bytes without ever
+    /// falling silent is cut off here, and the failure recorded.
+    public var deadline: Double = 600
+    /// The most bytes an update's assets may hold in all, decoded: a download passing it is
+    /// refused at once (a small compressed answer can expand without end).
+    public var maxUpdateBytes: Int64 = 1 << 30
 
     /// A download records progress at most once per this many percent.
     public static let progressStep: Int64 = 5
@@ -66,7 +73,8 @@ public final class DeployClient {
         self.target = target
     }
 
-    private var fetch: HTTPFetch { HTTPFetch(idleTimeout: timeout, totalTimeout: 24 * 3_600) }
+    /// A fetch whose deadline starts now: one per exchange with the source.
+    private func startFetching() -> HTTPFetch { HTTPFetch(idleTimeout: timeout, totalTimeout: deadline) }
 
     /// The `deploy` state now.
     /// - Throws: The errors of `EventStore.currentState` when the log cannot be read.
@@ -104,7 +112,7 @@ public final class DeployClient {
         let working = try directory.target(of: AppDirectory.working)
         let answer: ManifestAnswer
         do {
-            answer = try source.latest(for: target, current: working, fetch: fetch)
+            answer = try source.latest(for: target, current: working, fetch: startFetching())
         } catch {
             try record(.checkFailed, ["reason": .string(error.description)])
             return nil
@@ -217,7 +225,9 @@ public final class DeployClient {
     private func downloadAssets(of manifest: UpdateManifest, headers: [String: [String: String]], into partial: String,
                                 created: CreatedPaths) throws {
         let assets = manifest.allAssets
+        let fetch = startFetching()
         var reported: Int64 = 0
+        var total: Int64 = 0
         for (index, asset) in assets.enumerated() {
             let file = partial + "/" + asset.key
             try makeParents(of: asset.key, in: partial, created: created)
@@ -229,6 +239,14 @@ public final class DeployClient {
             var received = 0
             try source.download(asset, headers: headers[asset.key] ?? [:], target: target, fetch: fetch,
                                 expectedLength: { expected = $0 }) { chunk in
+                received += chunk.count
+                total += Int64(chunk.count)
+                if let expected, received > expected {
+                    throw DeployError.transport("asset \(asset.key) sent more than the \(expected) bytes its answer announced")
+                }
+                guard total <= self.maxUpdateBytes else {
+                    throw DeployError.refused("update \(manifest.id) holds more than \(self.maxUpdateBytes) bytes (the client's limit)")
+                }
                 hasher.update(chunk)
                 try chunk.withUnsafeBytes { bytes in
                     var offset = 0
@@ -241,7 +259,6 @@ public final class DeployClient {
                         offset += written
                     }
                 }
-                received += chunk.count
                 // Progress: assets done, plus this one's share when its length is known.
                 let share = expected.map { $0 > 0 ? min(1, Double(received) / Double($0)) : 1 } ?? 0
                 let percent = Int64((Double(index) + share) / Double(assets.count) * 100)

@@ -49,9 +49,11 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The source as it is recorded and shown: a URL's credentials are replaced by
+    /// `REDACTED` (its userinfo, and query values named like secrets).
     public var description: String {
         switch self {
-        case .server(let url): url.absoluteString
+        case .server(let url): HTTPFetch.redacted(url)
         case .directory(let path): path
         }
     }
@@ -98,7 +100,7 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
         case .server(let manifestURL):
             guard let url = URL(string: asset.url, relativeTo: manifestURL)?.absoluteURL,
                   let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-                throw DeployError.badManifest("asset \(asset.key) has no http(s) URL: \(asset.url)")
+                throw DeployError.badManifest("asset \(asset.key) has no http(s) URL: \(HTTPFetch.redacted(asset.url))")
             }
             var request = headers
             request["accept"] = "\(asset.contentType), */*"
@@ -122,7 +124,7 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
             // The publisher's asset URLs are /assets/KEY; nothing else is read from the directory.
             let name = asset.url.hasPrefix("/assets/") ? String(asset.url.dropFirst("/assets/".count)) : ""
             guard Self.isAssetName(name) else {
-                throw DeployError.badManifest("asset \(asset.key) has a URL this directory does not serve: \(asset.url)")
+                throw DeployError.badManifest("asset \(asset.key) has a URL this directory does not serve: \(HTTPFetch.redacted(asset.url))")
             }
             let file = root + "/assets/" + name
             let type = try Files.readSmall(file + ".type", limit: 4_096).map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) }

@@ -88,9 +88,11 @@ public enum StoreLookupSource: Sendable, Hashable, CustomStringConvertible {
         return components.url.map(StoreLookupSource.url)
     }
 
+    /// The source as it is recorded and shown: a URL's credentials are replaced by
+    /// `REDACTED` (its userinfo, and query values named like secrets).
     public var description: String {
         switch self {
-        case .url(let url): url.absoluteString
+        case .url(let url): HTTPFetch.redacted(url)
         case .file(let path): path
         }
     }
@@ -105,11 +107,16 @@ public struct StoreLookup: Sendable {
     public var source: StoreLookupSource
     /// How long the server may stay silent, in seconds.
     public var timeout: Double
+    /// How long the whole lookup may take, connecting and redirects included, in seconds.
+    public var deadline: Double
 
-    /// A lookup of `source`; a server may take at most three times `timeout` in all.
-    public init(_ source: StoreLookupSource, timeout: Double = 10) {
+    /// A lookup of `source`: the server may stay silent at most `timeout` seconds, and the
+    /// lookup take at most `deadline` seconds in all (by default `timeout`: a lookup is a few
+    /// kilobytes, so a server trickling them is cut off as a silent one is).
+    public init(_ source: StoreLookupSource, timeout: Double = 10, deadline: Double? = nil) {
         self.source = source
         self.timeout = timeout
+        self.deadline = deadline ?? timeout
     }
 
     /// Fetches the answer (a GET, or the file's bytes) and reads it as a `StoreRelease`.
@@ -124,7 +131,7 @@ public struct StoreLookup: Sendable {
     private func responseBytes() throws(StoreLookupError) -> [UInt8] {
         switch source {
         case .url(let url):
-            let fetch = HTTPFetch(idleTimeout: timeout, totalTimeout: timeout * 3)
+            let fetch = HTTPFetch(idleTimeout: timeout, totalTimeout: deadline)
             do {
                 let (response, body) = try fetch.data(url, headers: ["Accept": "application/json"], maxBytes: Self.maxResponseBytes)
                 guard response.status == 200 else { throw StoreLookupError("HTTP \(response.status) from \(url.host ?? url.absoluteString)") }

@@ -36,8 +36,8 @@ public final class LoopbackServer: @unchecked Sendable {
     }
 
     /// The fixture server over `directory` (see `fixture_server.py`).
-    public static func fixtures(in directory: String) throws -> LoopbackServer {
-        try LoopbackServer(script: fixtureServer, arguments: ["--dir", directory])
+    public static func fixtures(in directory: String, host: String = "127.0.0.1") throws -> LoopbackServer {
+        try LoopbackServer(script: fixtureServer, arguments: ["--dir", directory, "--host", host])
     }
 
     /// Kills the server at once, as a crash would.

@@ -7,10 +7,18 @@
   GET /endless        200 with a body that never ends (for size limits)
   GET /trickle        200 with one byte a second, forever (for total timeouts)
   GET /record/NAME    writes the request's headers to DIR/NAME.headers, then 404
+  GET /redirect?to=U  302 to U (relative or absolute); /loop redirects to itself
+  GET /gzip-bomb      64 MiB of zeros, gzip-compressed to about 64 KiB (content-encoding gzip)
+  GET /cut/WHERE      closes the connection early: after the status line (status), in the
+                      middle of the headers (headers), or 10 of 1000 announced bytes in (body)
+  GET /not-http       answers bytes that are not HTTP, then closes
 
-Prints `listening on http://127.0.0.1:PORT` once bound, then serves until killed.
+Prints `listening on http://HOST:PORT` once bound (--host 127.0.0.1 by default, or ::1), then
+serves until killed.
 """
 import argparse
+import gzip
+import socket
 import os
 import sys
 import threading
@@ -51,6 +59,40 @@ class Handler(BaseHTTPRequestHandler):
             self.send_response(404)
             self.send_header("content-length", "0")
             self.end_headers()
+        elif path == "/redirect":
+            target = dict(p.split("=", 1) for p in urlsplit(self.path).query.split("&") if "=" in p).get("to", "/")
+            self.send_response(302)
+            self.send_header("location", target.replace("%3A", ":").replace("%2F", "/"))
+            self.send_header("content-length", "0")
+            self.end_headers()
+        elif path == "/loop":
+            self.send_response(302)
+            self.send_header("location", "/loop")
+            self.send_header("content-length", "0")
+            self.end_headers()
+        elif path == "/gzip-bomb":
+            self.send_response(200)
+            self.send_header("content-type", "application/octet-stream")
+            self.send_header("content-encoding", "gzip")
+            body = gzip_bomb()
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif path.startswith("/cut/"):
+            self.close_connection = True
+            raw = {
+                "status": b"HTTP/1.1 200 OK\r\n",
+                "headers": b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-le",
+                "body": b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n0123456789",
+            }.get(path[len("/cut/"):], b"")
+            self.wfile.write(raw)
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+        elif path == "/not-http":
+            self.close_connection = True
+            self.wfile.write(b"SSH-2.0-OpenSSH_9.2\r\n\x00\xff\xfe garbage\r\n\r\n")
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
         elif path == "/endless":
             self.send_response(200)
             self.send_header("content-type", "application/json")
@@ -77,13 +119,28 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
 
+_gzip_bomb = []
+
+
+def gzip_bomb():
+    """Made on first use: compressing takes half a second every other test need not wait for."""
+    if not _gzip_bomb:
+        _gzip_bomb.append(gzip.compress(bytes(64 << 20), compresslevel=9))
+    return _gzip_bomb[0]
+
+
+class IPv6Server(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", required=True)
+    parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     options = parser.parse_args()
     Handler.root = options.dir
-    server = ThreadingHTTPServer(("127.0.0.1", options.port), Handler)
+    server = (IPv6Server if ":" in options.host else ThreadingHTTPServer)((options.host, options.port), Handler)
     server.daemon_threads = True
     parent = os.getppid()
 
@@ -93,7 +150,8 @@ def main():
         os._exit(0)
 
     threading.Thread(target=exit_with_parent, daemon=True).start()
-    print(f"listening on http://127.0.0.1:{server.server_address[1]}", flush=True)
+    host = f"[{options.host}]" if ":" in options.host else options.host
+    print(f"listening on http://{host}:{server.server_address[1]}", flush=True)
     server.serve_forever()
 
 

@@ -45,6 +45,7 @@ enum DeployCommands {
             .init(name: "launch-behavior", value: "B", help: "deliver: none, checkNewDeploy, downloadNewDeploy or reloadNewDeploy (default)."),
             .init(name: "foreground-behavior", value: "B", help: "foreground: the same choices (default checkNewDeploy)."),
             .init(name: "timeout", value: "SECONDS", help: "How long the server may stay silent (default 30)."),
+            .init(name: "deadline", value: "SECONDS", help: "How long a manifest request, or an update's whole download, may take (default 600)."),
             .init(name: "to", value: "SERVER_DIR", help: "publish: the server directory to write into."),
             .init(name: "id", value: "ID", help: "publish: the update id (default a new UUID)."),
             .init(name: "launch-asset", value: "PATH", help: "publish: the page the web view loads (default index.html)."),
@@ -164,6 +165,7 @@ enum DeployCommands {
         let launch = try behavior("launch-behavior")
         let foreground = try behavior("foreground-behavior")
         let timeout = try arguments.seconds("timeout")
+        let deadline = try arguments.seconds("deadline")
         let token = arguments.value("project-token") ?? ProcessInfo.processInfo.environment["EVENTLOG_PROJECT_TOKEN"]
         let target: DeployTarget
         let directory: AppDirectory
@@ -183,6 +185,7 @@ enum DeployCommands {
         if let launch { client.launchBehavior = launch }
         if let foreground { client.foregroundBehavior = foreground }
         if let timeout { client.timeout = timeout }
+        if let deadline { client.deadline = deadline }
         // For crash tests: die at once after the named install step, as a power cut would.
         if let step = ProcessInfo.processInfo.environment["EVENTLOG_DEPLOY_CRASH_AFTER"].flatMap(DeployClient.InstallStep.init(rawValue:)) {
             client.installStepHook = { if $0 == step { kill(getpid(), SIGKILL) } }

@@ -38,6 +38,7 @@ enum UpdateCommands {
             .init(name: "os-version", value: "VERSION", help: "The device's OS version, checked against minimumOsVersion."),
             .init(name: "prompt-interval-days", value: "N", help: "Show the optional prompt at most once per N days."),
             .init(name: "timeout", value: "SECONDS", help: "How long the lookup server may stay silent (default 10)."),
+            .init(name: "deadline", value: "SECONDS", help: "How long the whole lookup may take (default: the timeout)."),
             .init(name: "answer", value: "ANSWER", help: "The person's answer: update, later or skip."),
         ],
         writes: true
@@ -60,6 +61,7 @@ enum UpdateCommands {
         policy.promptIntervalDays = try arguments.count("prompt-interval-days")
         if let days = policy.promptIntervalDays, days > 36_500 { throw CLIError.usage("--prompt-interval-days must be at most 36500 (a century), not \(days)") }
         let timeout = try arguments.seconds("timeout") ?? 10
+        let deadline = try arguments.seconds("deadline")
         if let lookupText, lookupText.isEmpty { throw CLIError.usage("--lookup must not be empty") }
         if let lookupText, case .url(let url) = StoreLookupSource(lookupText), let problem = HTTPFetch.problem(with: url) {
             throw CLIError.usage("--lookup: \(problem)")
@@ -70,7 +72,7 @@ enum UpdateCommands {
         var records: [EventRecord] = []
         var check: UpdatePrompter.Check?
         if let lookupText {
-            let lookup = StoreLookup(StoreLookupSource(lookupText), timeout: timeout)
+            let lookup = StoreLookup(StoreLookupSource(lookupText), timeout: timeout, deadline: deadline)
             let result = lookup.fetch()
             check = try attempt(writingTo: context.databasePath) { try prompter.check(result, source: lookup.source.description) }
             records += check!.records
