@@ -3,7 +3,6 @@ import EventLog
 import Fleet
 import Foundation
 import LoopbackServer
-import Synchronization
 
 extension Scenarios {
     /// `fleet.ship`, `fleet.pull` and `fleet.bisect` against one nats-server with JetStream on
@@ -53,7 +52,7 @@ extension Scenarios {
             badAt[id] = UInt64(bad + 1)
             return id
         }
-        let failures = Mutex<[String]>([])
+        let failures = Locked<[String]>([])
         let paths = (0..<logs).map { scratch.file("log-\($0).lmdb") }
         DispatchQueue.concurrentPerform(iterations: 8) { worker in
             for index in stride(from: worker, to: logs, by: 8) {

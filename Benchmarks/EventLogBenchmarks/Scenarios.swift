@@ -82,7 +82,7 @@ enum Scenarios {
             let scratch = Scratch()
             let store = try EventStore(path: scratch.file("eventlog.lmdb"))
             let done = DispatchGroup()
-            let failures = FailureCount()
+            let failures = Locked(0)
             let seconds = time {
                 for producer in 0..<producers {
                     done.enter()
@@ -94,7 +94,7 @@ enum Scenarios {
                             do {
                                 if grouped { try store.appendGrouped(event) } else { try store.append(event) }
                             } catch {
-                                failures.add()
+                                failures.withLock { $0 += 1 }
                             }
                         }
                         done.leave()
@@ -102,8 +102,9 @@ enum Scenarios {
                 }
                 done.wait()
             }
-            guard failures.value == 0, try store.lastSeq() == UInt64(producers * perProducer) else {
-                throw BenchmarkError(description: "concurrent appends lost events (\(failures.value) failed)")
+            let failed = failures.withLock { $0 }
+            guard failed == 0, try store.lastSeq() == UInt64(producers * perProducer) else {
+                throw BenchmarkError(description: "concurrent appends lost events (\(failed) failed)")
             }
             return Measurement(subject: grouped ? "eventlog, grouped" : "eventlog, one commit each",
                                operations: producers * perProducer, seconds: seconds)
@@ -510,12 +511,4 @@ enum Scenarios {
 /// A projection that recomputes nothing: every event replays as recorded.
 struct AsRecorded: Projection {
     func recompute(_ record: EventRecord, in state: StateValue) -> Recomputed? { nil }
-}
-
-/// A counter threads may bump.
-final class FailureCount: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func add() { lock.withLock { count += 1 } }
-    var value: Int { lock.withLock { count } }
 }

@@ -54,8 +54,8 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
         var deadline: Timestamp?
     }
 
-    private let lock = NSLock()
-    private var active: ActivePlan?
+    /// The plan still waiting, if any; its lock also makes the engine's calls take turns.
+    private let active = Locked<ActivePlan?>(nil)
 
     /// The stream of plan start events.
     public static var planStream: String { "plans" }
@@ -98,7 +98,7 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
     ///   appended then, and a plan that was waiting still waits.
     @discardableResult
     public func run(_ plan: Plan<Model.Effect>, origin: Origin) throws -> PlanRun {
-        try lock.withLock {
+        try active.withLock { active in
             let previous = active
             let (id, advanced) = try store.transact { batch in
                 let cancelled = try previous.map { try cancelRemaining(of: $0, in: &batch) } ?? []
@@ -124,7 +124,7 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
     /// - Throws: The errors of `run(_:origin:)`; the plan then waits as before.
     @discardableResult
     public func resume() throws -> PlanRun? {
-        try lock.withLock {
+        try active.withLock { active in
             guard let waiting = active else { return nil }
             let advanced = try store.transact { batch in try advance(waiting, in: &batch) }
             active = advanced.plan
@@ -139,7 +139,7 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
     /// - Throws: The errors of `run(_:origin:)`; nothing is appended then.
     @discardableResult
     public func apply(_ step: Step<Model.Effect>, origin: Origin) throws -> [EventRecord] {
-        try lock.withLock {
+        try active.withLock { active in
             let waiting = active
             let (record, advanced) = try store.transact { batch in
                 // Outside a plan nothing can wait: an unmet wait condition skips the step.

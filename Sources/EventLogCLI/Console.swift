@@ -118,7 +118,7 @@ public final class Console: @unchecked Sendable {
 /// Collects output and writes it to a file descriptor in large chunks.
 private final class FileDescriptorBuffer: Sendable {
     private let descriptor: Int32
-    private let bytes: Mutex<[UInt8]>
+    private let bytes: Locked<[UInt8]>
     private let closed = Atomic<Bool>(false)
     /// Whether the reader is gone: a write failed (`EPIPE`), or the pipe reports it hung up.
     var isClosed: Bool {
@@ -131,7 +131,7 @@ private final class FileDescriptorBuffer: Sendable {
         self.descriptor = descriptor
         var buffer: [UInt8] = []
         buffer.reserveCapacity(1 << 16)
-        bytes = Mutex(buffer)
+        bytes = Locked(buffer)
     }
 
     func write(_ text: String) {

@@ -53,10 +53,10 @@ final class InterruptSignals: @unchecked Sendable {
 /// and how to continue. Until the first commit, nothing was kept.
 final class InterruptionNotice: @unchecked Sendable {
     /// What the commits so far kept; `nil` before the first.
-    private let kept = Mutex<String?>(nil)
+    private let kept = Locked<String?>(nil)
     /// The log the command writes, once open; held while it opens, so that a signal is
     /// handled either before anything exists or with the log in hand.
-    private let store = Mutex<EventStore?>(nil)
+    private let store = Locked<EventStore?>(nil)
     private var signals: InterruptSignals?
 
     /// Starts listening, before the command opens (and may create) its database with

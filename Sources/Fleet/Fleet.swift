@@ -107,20 +107,19 @@ public struct Fleet: Sendable {
     }
 
     /// Results filled in from several threads.
-    private final class Results: @unchecked Sendable {
-        private let lock = NSLock()
-        private(set) var values: [Result<Finding, any Error>?]
-        private var finished = 0
+    private final class Results: Sendable {
+        private let state: Locked<(values: [Result<Finding, any Error>?], finished: Int)>
 
-        init(count: Int) { values = Array(repeating: nil, count: count) }
+        init(count: Int) { state = Locked((Array(repeating: nil, count: count), 0)) }
 
         func set(_ index: Int, _ value: Result<Finding, any Error>) {
-            lock.withLock {
-                values[index] = value
-                finished += 1
+            state.withLock {
+                $0.values[index] = value
+                $0.finished += 1
             }
         }
 
-        var done: Int { lock.withLock { finished } }
+        var values: [Result<Finding, any Error>?] { state.withLock { $0.values } }
+        var done: Int { state.withLock { $0.finished } }
     }
 }

@@ -1,6 +1,5 @@
 import EventLog
 import Foundation
-import Synchronization
 
 /// Maps `StoredObject` values to and from state values with `StateValueEncoder` and
 /// `StateValueDecoder`: sorted keys, RFC 3339 dates (fractional seconds) and per-key custom
@@ -55,7 +54,7 @@ enum ObjectCoding {
 
     /// One formatter per format string, made once: making one costs far more than using it.
     /// Used under the lock, so that no formatter is ever used by two threads at once.
-    private static let formatters = Mutex<[String: DateFormatter]>([:])
+    private static let formatters = Locked<[String: DateFormatter]>([:])
 
     private static func withFormatter<R: Sendable>(_ format: String, _ body: (DateFormatter) -> R) -> R {
         formatters.withLock { formatters in

@@ -20,11 +20,11 @@ func eventlog(_ arguments: [String], stdin: String = "", environment: [String: S
     return Outcome(code: code, out: out.text, err: err.text)
 }
 
-final class Captured: @unchecked Sendable {
-    private let lock = NSLock()
-    private var parts: [String] = []
-    func append(_ text: String) { lock.withLock { parts.append(text) } }
-    var text: String { lock.withLock { parts.joined() } }
+/// Text that threads may add to.
+final class Captured: Sendable {
+    private let parts = Locked<[String]>([])
+    func append(_ text: String) { parts.withLock { $0.append(text) } }
+    var text: String { parts.withLock { $0.joined() } }
 }
 
 /// The built `eventlog` executable, next to the test bundle.
@@ -86,22 +86,16 @@ func runEventlog(_ arguments: [String], stdin: String? = nil, environment: [Stri
     }
     // Read both pipes before waiting: a child that fills a pipe would otherwise never exit.
     let errRead = DispatchSemaphore(value: 0)
-    let errData = LockedData()
+    let errData = Locked(Data())
     Thread.detachNewThread {
-        errData.set(err.fileHandleForReading.readDataToEndOfFile())
+        let read = err.fileHandleForReading.readDataToEndOfFile()
+        errData.withLock { $0 = read }
         errRead.signal()
     }
     let outData = out.fileHandleForReading.readDataToEndOfFile()
     errRead.wait()
     process.waitUntilExit()
-    return Outcome(code: process.terminationStatus, out: String(decoding: outData, as: UTF8.self), err: String(decoding: errData.get(), as: UTF8.self))
-}
-
-final class LockedData: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data = Data()
-    func set(_ value: Data) { lock.withLock { data = value } }
-    func get() -> Data { lock.withLock { data } }
+    return Outcome(code: process.terminationStatus, out: String(decoding: outData, as: UTF8.self), err: String(decoding: errData.withLock { $0 }, as: UTF8.self))
 }
 
 /// JSON lines for `count` events that count `key` up from `start`.

@@ -4,7 +4,6 @@ import EventLog
 import EventLogCLI
 import EventLogTesting
 import Foundation
-import Synchronization
 import Testing
 
 /// `eventlog testgen` on the recorded bots-tab session gives `Generated/BotsTab.swift`, which
@@ -14,7 +13,7 @@ import Testing
 
     /// Runs the command line in this process: exit code, stdout, stderr.
     func eventlog(_ arguments: [String]) -> (code: Int32, out: String, err: String) {
-        let out = Mutex(""), err = Mutex("")
+        let out = Locked(""), err = Locked("")
         let code = EventLogCLI.run(arguments, environment: [:],
                                    console: Console(stdout: { text in out.withLock { $0 += text } }, stderr: { text in err.withLock { $0 += text } }), app: .demo)
         return (code, out.withLock { $0 }, err.withLock { $0 })

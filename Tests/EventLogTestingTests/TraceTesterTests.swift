@@ -3,7 +3,6 @@ import Effects
 import EventLog
 import EventLogTesting
 import Foundation
-import Synchronization
 import Testing
 
 /// The demo app on a tester that leaves the engine's bookkeeping out.
@@ -19,7 +18,7 @@ func messengerTester(_ regression: Regression? = nil, exhaustive: Bool = true, n
 
 /// The failures `body` records (it must record at least one), with the line each is reported at.
 func failures(of body: () throws -> Void) throws -> [(message: String, line: Int?)] {
-    let found = Mutex<[(message: String, line: Int?)]>([])
+    let found = Locked<[(message: String, line: Int?)]>([])
     try withKnownIssue {
         try body()
     } matching: { issue in

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The append-only event log in one LMDB environment, and the state its events fold into.
 ///
@@ -55,7 +54,7 @@ public final class EventStore: @unchecked Sendable {
 
     /// The newest state this process knows of, the seq it follows, and the progress since
     /// the last keyframe. Its lock also serialises this process's writers.
-    let tip = Mutex(Tip.unknown)
+    let tip = Locked(Tip.unknown)
     let groupCommitter = GroupCommitter()
 
     private enum MetaKey {

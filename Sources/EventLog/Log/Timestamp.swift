@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -200,12 +199,12 @@ public struct EventClock: Sendable {
 /// A clock that moves only when told (and, optionally, by a fixed step at every reading):
 /// deterministic time for tests and simulated sessions.
 public final class ManualClock: Sendable {
-    private let current: Mutex<Timestamp>
+    private let current: Locked<Timestamp>
     private let step: Int64
 
     /// Starts at `start`; every reading moves it on by `stepMicroseconds` afterwards.
     public init(start: Timestamp, stepMicroseconds: Int64 = 0) {
-        current = Mutex(start)
+        current = Locked(start)
         step = stepMicroseconds
     }
 

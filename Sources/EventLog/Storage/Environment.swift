@@ -1,6 +1,5 @@
 import CLMDB
 import Foundation
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -109,7 +108,7 @@ package final class Environment: @unchecked Sendable {
 
     /// LMDB forbids opening one environment twice in a process (closing either would drop the
     /// other's file locks), so handles are shared: the open environments, by directory.
-    private static let opened = Mutex<[String: WeakEnvironment]>([:])
+    private static let opened = Locked<[String: WeakEnvironment]>([:])
 
     private struct WeakEnvironment {
         weak var environment: Environment?
