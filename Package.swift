@@ -12,7 +12,12 @@ let package = Package(
         .library(name: "Fleet", targets: ["Fleet"]),
         .library(name: "EventLogTesting", targets: ["EventLogTesting"]),
         .library(name: "EventLogCLI", targets: ["EventLogCLI"]),
+        .library(name: "ObjectsCLI", targets: ["ObjectsCLI"]),
+        .library(name: "UpdatePromptsCLI", targets: ["UpdatePromptsCLI"]),
+        .library(name: "DeploysCLI", targets: ["DeploysCLI"]),
+        .library(name: "FleetCLI", targets: ["FleetCLI"]),
         .executable(name: "eventlog", targets: ["eventlog"]),
+        .executable(name: "counter-log", targets: ["counter-log"]),
         .executable(name: "eventlog-bench", targets: ["EventLogBenchmarks"]),
     ],
     targets: [
@@ -65,10 +70,18 @@ let package = Package(
         .target(name: "EventLogTesting", dependencies: ["EventLog", "Effects"]),
         // The engine's commands, and the public API an app builds its own command line with: a pure
         // parser and a runner, testable in-process.
-        .target(name: "EventLogCLI", dependencies: ["EventLog", "Effects", "Objects", "UpdatePrompts", "Deploys", "Fleet", "HTTPFetch"]),
-        // The demo's command line: its code and commands, on EventLogCLI's public API alone.
-        .target(name: "DemoCLI", dependencies: ["EventLogCLI", "DemoMessenger", "Effects", "EventLog", "Objects", "UpdatePrompts", "Deploys"]),
+        .target(name: "EventLogCLI", dependencies: ["EventLog", "Effects"]),
+        // Each family's `EventFamily` value (its code, read models and commands), for an app to list.
+        .target(name: "ObjectsCLI", dependencies: ["EventLogCLI", "EventLog", "Objects"]),
+        .target(name: "UpdatePromptsCLI", dependencies: ["EventLogCLI", "EventLog", "UpdatePrompts", "HTTPFetch"]),
+        .target(name: "DeploysCLI", dependencies: ["EventLogCLI", "EventLog", "Deploys", "HTTPFetch"]),
+        .target(name: "FleetCLI", dependencies: ["EventLogCLI", "EventLog", "Fleet"]),
+        // The demo's command line: its code, its families and commands, on EventLogCLI's public API alone.
+        .target(name: "DemoCLI", dependencies: ["EventLogCLI", "DemoMessenger", "Effects", "EventLog", "ObjectsCLI", "UpdatePromptsCLI",
+                                                "DeploysCLI", "FleetCLI"]),
         .executableTarget(name: "eventlog", dependencies: ["EventLogCLI", "DemoCLI"]),
+        // A second app with a family of its own and nothing else: it links the core alone.
+        .executableTarget(name: "counter-log", dependencies: ["EventLogCLI", "EventLog"]),
 
         // The benchmark harness and its peers (raw LMDB, SQLite, JSON lines); build it in release.
         .systemLibrary(

@@ -48,13 +48,18 @@ public struct CommandContext: Sendable {
     }
 }
 
+/// The name of the program whose command runs now, for messages that say what to run next.
+enum Program {
+    @TaskLocal static var name = "eventlog"
+}
+
 /// Damage found in the database at `path`: exit 1, with where to go next.
 func damaged(_ path: String, _ error: any Error) -> CLIError {
-    CLIError.problem("\(path): \(error); 'eventlog verify' says where, 'eventlog salvage' copies what is good")
+    CLIError.problem("\(path): \(error); '\(Program.name) verify' says where, '\(Program.name) salvage' copies what is good")
 }
 
 /// Runs library code and turns its errors into the CLI's (see ``CLIError/init(classifying:writingTo:)``).
-func attempt<R>(writingTo database: String? = nil, _ body: () throws -> R) throws(CLIError) -> R {
+package func attempt<R>(writingTo database: String? = nil, _ body: () throws -> R) throws(CLIError) -> R {
     do {
         return try body()
     } catch {

@@ -112,7 +112,7 @@ public final class Console: @unchecked Sendable {
 
     /// Whether stdout's reader has gone (a closed pipe): a command that runs until stopped
     /// (`log --follow`) ends then.
-    var isOutputClosed: Bool { outputClosed() }
+    package var isOutputClosed: Bool { outputClosed() }
 }
 
 /// Collects output and writes it to a file descriptor in large chunks.

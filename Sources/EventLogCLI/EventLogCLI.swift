@@ -6,9 +6,10 @@ public enum EventLogCLI {
     /// For a program: a fault reading a damaged database (LMDB follows its pages unchecked)
     /// ends the process with a one-line error and exit status 1 instead of a signal. Other
     /// faults stay crashes. Process-wide: call it once, from `main`.
-    public static func reportStorageFaultsAsDamage() {
+    /// - Parameter program: The program's name, in the line that says what to run next.
+    public static func reportStorageFaultsAsDamage(program: String = "eventlog") {
         FaultGuard.install(message: "Error: the database is damaged: reading it faulted (LMDB does not check its pages);"
-            + " 'eventlog verify' says where, 'eventlog salvage' copies what is good\n")
+            + " '\(program) verify' says where, '\(program) salvage' copies what is good\n")
     }
 
     /// A program's whole `main`: reports storage faults as damage, refuses an argument that is
@@ -16,7 +17,7 @@ public enum EventLogCLI {
     /// command line for `app` with the process's environment and the standard console, and
     /// exits with the command's code.
     public static func main(app: EventLogApp) -> Never {
-        reportStorageFaultsAsDamage()
+        reportStorageFaultsAsDamage(program: app.name)
         let console = Console.standard()
         let status: Int32
         let notUTF8 = (1..<max(1, Int(CommandLine.argc))).first { index in
@@ -35,11 +36,10 @@ public enum EventLogCLI {
     /// This program's version.
     public static let version = "0.9.0"
 
-    /// The commands for `app`: the log's own, the app's, objects, and analysis through its code.
+    /// The commands for `app`: the log's own, the app's, its families', and analysis through its code.
     /// - Throws: a ``CLIError`` naming a command of the app's that has the name of another command.
     static func commands(for app: EventLogApp) throws(CLIError) -> [CommandSpec] {
-        let commands = LogCommands.all + app.commands + ObjectCommands.all + UpdateCommands.all + DeployCommands.all + FleetCommands.all
-            + AnalysisCommands.all(for: app)
+        let commands = LogCommands.all + app.commands + app.families.flatMap(\.commands) + AnalysisCommands.all(for: app)
         var seen = Set<String>()
         for command in commands where !seen.insert(command.name).inserted {
             throw CLIError.unavailable("\(app.name) declares the command '\(command.name)' twice")
@@ -56,6 +56,10 @@ public enum EventLogCLI {
     ///   - app: The app whose code `replay` and `bisect --replay` run, and whose commands join the engine's.
     /// - Returns: The exit code: 0 done, 1 a problem found, 2 bad usage or input, 3 unavailable.
     public static func run(_ arguments: [String], environment: [String: String], console: Console, app: EventLogApp) -> Int32 {
+        Program.$name.withValue(app.name) { runCommand(arguments, environment: environment, console: console, app: app) }
+    }
+
+    private static func runCommand(_ arguments: [String], environment: [String: String], console: Console, app: EventLogApp) -> Int32 {
         var spec: CommandSpec?
         do throws(CLIError) {
             let commands = try commands(for: app)

@@ -7,14 +7,14 @@ import Synchronization
 /// of its own, instead of ending the process mid-write; later ones add nothing. A signal the
 /// process was started ignoring stays ignored (`nohup`, a job a script put in the background).
 /// `stop()` restores the handling there was before.
-final class InterruptSignals: @unchecked Sendable {
+package final class InterruptSignals: @unchecked Sendable {
     private static let numbers = [SIGINT, SIGTERM, SIGHUP]
     /// The first signal's number, 0 until one comes: a second one (Ctrl-C twice) adds nothing.
     private let first = Atomic<Int32>(0)
     /// Set by `init` and cleared by `stop`, both on the command's thread.
     private var sources: [(number: Int32, source: any DispatchSourceSignal, previous: __sighandler_t?)] = []
 
-    init(_ handler: @escaping @Sendable (Int32) -> Void = { _ in }) {
+    package init(_ handler: @escaping @Sendable (Int32) -> Void = { _ in }) {
         let ignored = unsafeBitCast(SIG_IGN, to: Int.self)
         sources = Self.numbers.compactMap { number in
             let previous = signal(number, SIG_IGN)
@@ -30,9 +30,9 @@ final class InterruptSignals: @unchecked Sendable {
     }
 
     /// The number of the first signal received, or 0.
-    var received: Int32 { first.load(ordering: .acquiring) }
+    package var received: Int32 { first.load(ordering: .acquiring) }
 
-    func stop() {
+    package func stop() {
         for (number, source, previous) in sources {
             source.cancel()
             signal(number, previous)
@@ -42,7 +42,7 @@ final class InterruptSignals: @unchecked Sendable {
 
     /// Tells the person what was kept (`Interrupted: TEXT`) and ends the process with the
     /// shell's status for `signal` (128 + its number).
-    static func exit(saying text: String, signal: Int32) -> Never {
+    package static func exit(saying text: String, signal: Int32) -> Never {
         let clear = isatty(STDERR_FILENO) == 1 ? "\r\u{1B}[2K" : ""
         FileHandle.standardError.write(Data("\(clear)Interrupted: \(text)\n".utf8))
         Foundation.exit(128 + signal)

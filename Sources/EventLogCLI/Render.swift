@@ -11,12 +11,12 @@ public enum Render {
 
     static func path(_ path: StatePath) -> String { path.isRoot ? "(root)" : path.description }
 
-    static func write(_ write: Write) -> String {
+    package static func write(_ write: Write) -> String {
         "\(path(write.path)): \(value(write.old)) → \(value(write.new))"
     }
 
     /// `   12  2026-11-30T02:05:40.123Z  url          applied   messenger/clearListFilter  listFilter: "bots" → null`
-    static func logLine(_ record: EventRecord, colors: Bool = false) -> String {
+    package static func logLine(_ record: EventRecord, colors: Bool = false) -> String {
         let event = record.event
         let detail = detail(event)
         let outcome = column(event.outcome.name, 9)
@@ -48,7 +48,7 @@ public enum Render {
     }
 
     /// `text` padded to `width` and one space more: never cut, always apart from what follows.
-    static func column(_ text: String, _ width: Int) -> String {
+    package static func column(_ text: String, _ width: Int) -> String {
         text + String(repeating: " ", count: max(0, width - text.count) + 1)
     }
 
@@ -59,7 +59,7 @@ public enum Render {
     }
 
     /// `expandAvatar(aria-7)`: the event type and its payload's values.
-    static func stepName(_ event: Event) -> String {
+    package static func stepName(_ event: Event) -> String {
         guard case .object(let arguments) = event.payload, !arguments.isEmpty, event.type != "planStarted" else { return escaped(event.type) }
         return escaped(event.type + "(" + arguments.values.map { $0.stringValue ?? $0.json() }.joined(separator: ", ") + ")")
     }
@@ -179,7 +179,7 @@ public enum Render {
     }
 
     /// A word as a POSIX shell reads it back: bare when it is safe, else in single quotes.
-    static func shellQuoted(_ word: String) -> String {
+    package static func shellQuoted(_ word: String) -> String {
         let safe = !word.isEmpty && word.unicodeScalars.allSatisfy {
             ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "-_./=:@%+,".unicodeScalars.contains($0)
         }

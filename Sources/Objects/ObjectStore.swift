@@ -8,9 +8,14 @@ import Foundation
 /// set holds only the fields that changed. The current objects are also an inline read model,
 /// a named database of the same environment updated in the same write transaction as the
 /// event, so `fetch` is one B-tree lookup whatever the length of the log, and the read model
-/// can never disagree with the log it was written with (`verifyReadModel` checks it). Each
+/// can never disagree with the log it was written with (`problem(against:)` checks it). Each
 /// entry carries a CRC-32C, so a damaged one is reported, never read as an object.
-public final class ObjectStore: @unchecked Sendable {
+public final class ObjectStore: ReadModel, @unchecked Sendable {
+    /// For messages.
+    public var name: String { "the objects' read model" }
+    /// Its entries are the current objects.
+    public var entries: String { "objects" }
+
     /// The event store whose log holds the object events and whose environment holds the
     /// read model.
     public let store: EventStore
@@ -31,7 +36,7 @@ public final class ObjectStore: @unchecked Sendable {
     /// Attaches to `store`, creating the read model from the log's state unless the store is
     /// read-only or has one already.
     /// - Throws: `LMDBError` when the read model cannot be opened or created; when it is
-    ///   created, the errors of `rebuildReadModel()`.
+    ///   created, the errors of `rebuild()`.
     public init(store: EventStore) throws {
         self.store = store
         if let existing = try store.openDatabase(named: Self.readModelName, create: false) {
@@ -41,7 +46,7 @@ public final class ObjectStore: @unchecked Sendable {
         } else {
             let created = try store.openDatabase(named: Self.readModelName, create: true)!
             readModel = created
-            try rebuildReadModel()
+            try rebuild()
         }
     }
 
@@ -50,7 +55,7 @@ public final class ObjectStore: @unchecked Sendable {
     /// - Throws: `EventStoreError.readOnly` on a read-only store; `LMDBError` when the
     ///   transaction fails. The old read model stays as it was then.
     @discardableResult
-    public func rebuildReadModel() throws -> Int {
+    public func rebuild() throws -> Int {
         let readModel = try writableReadModel()
         return try store.transact { batch in
             try batch.removeDatabase(named: Self.legacyReadModelName)
@@ -76,7 +81,8 @@ public final class ObjectStore: @unchecked Sendable {
     ///     (or not) with it.
     /// - Throws: `EventStoreError.readOnly` on a read-only store; `LMDBError` when the read
     ///   model cannot be written.
-    public func updateReadModel(after writes: [Write], in batch: inout AppendBatch) throws {
+    public func keepInLine(after writes: [Write], in batch: inout AppendBatch) throws {
+        guard writes.contains(where: { $0.path.components.first == .key("objects") }) else { return }
         let readModel = try writableReadModel()
         for write in writes {
             guard case .key("objects")? = write.path.components.first else { continue }
@@ -170,7 +176,7 @@ public final class ObjectStore: @unchecked Sendable {
 
     /// The object of `collection` with `id`, or `nil`: one lookup in the read model.
     /// - Throws: `ObjectStoreError.invalidObject` when the read model's entry fails its
-    ///   checksum or is not an object (`rebuildReadModel()` repairs it); `LMDBError` when the
+    ///   checksum or is not an object (`rebuild()` repairs it); `LMDBError` when the
     ///   read fails.
     public func fetch(_ collection: String, id: String) throws -> StateObject? {
         guard let readModel else { return try store.currentState[Self.path(collection, id)]?.objectValue }
@@ -263,7 +269,7 @@ public final class ObjectStore: @unchecked Sendable {
     /// - Throws: `ObjectStoreError.invalidObject` for a read-model key without the zero byte
     ///   that ends its collection name; the errors of `EventStore.currentState` when the log's
     ///   state cannot be read; `LMDBError` when a read fails.
-    public func verifyReadModel(against state: StateValue? = nil) throws -> String? {
+    public func problem(against state: StateValue? = nil) throws -> String? {
         guard let readModel else { return nil }
         let expected = try (state ?? store.currentState)["objects"]?.objectValue ?? StateObject()
         var found = StateObject()
@@ -287,7 +293,7 @@ public final class ObjectStore: @unchecked Sendable {
                     do {
                         objects[id] = .object(try Self.decodeStored(current.value, key: current.key, collection: name, id: id))
                     } catch {
-                        damaged = "the read model's \(name) \"\(id)\" is damaged: \(error); run 'eventlog rebuild'"
+                        damaged = "the read model's \(name) \"\(id)\" is damaged: \(error); rebuild the read model"
                         return
                     }
                     entry = try cursor.next()
@@ -420,7 +426,7 @@ public final class ObjectStore: @unchecked Sendable {
     static func decodeStored(_ bytes: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, collection: String, id: String) throws -> StateObject {
         let value: StateValue
         do { value = try StateValue(checkedEncoding: bytes, key: key) } catch {
-            throw ObjectStoreError.invalidObject("the read model's \(collection) \"\(id)\" is damaged (\(error)); run 'eventlog rebuild'")
+            throw ObjectStoreError.invalidObject("the read model's \(collection) \"\(id)\" is damaged (\(error)); rebuild the read model")
         }
         guard case .object(let fields) = value else {
             throw ObjectStoreError.invalidObject("the read model's \(collection) \"\(id)\" is not an object")

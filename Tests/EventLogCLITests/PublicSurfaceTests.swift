@@ -96,7 +96,7 @@ import Testing
     private func typecheck(files: [String]) throws -> [(file: String, line: Int, message: String)] {
         let build = root.appendingPathComponent(".build/debug")
         var arguments = ["swiftc", "-typecheck", "-module-name", "Client", "-I", build.appendingPathComponent("Modules").path]
-        for system in ["CLMDB", "CCrypto", "CNATS"] { arguments += ["-I", root.appendingPathComponent("Sources/\(system)").path] }
+        for system in ["CLMDB", "CCrypto", "CNATS", "CCurl"] { arguments += ["-I", root.appendingPathComponent("Sources/\(system)").path] }
         for target in ["CCRC32C", "CFaultGuard"] {
             arguments += ["-Xcc", "-fmodule-map-file=" + build.appendingPathComponent("\(target).build/module.modulemap").path]
         }

@@ -148,4 +148,43 @@ import Testing
         let clash = run(["count", "--db", db], app: clashing)
         #expect(clash.code == 3 && clash.err == "Error: counter-log declares the command 'log' twice\n", "\(clash.err)")
     }
+
+    /// `counter-log` (Sources/counter-log) lists one family of its own: its command line is
+    /// the engine's and the counter's, and its binary links none of the other families' libraries.
+    @Test func anAppServesOnlyTheFamiliesItListsAndLinksTheCoreAlone() throws {
+        let help = try runEventlog(["--help"], executable: "counter-log")
+        #expect(help.code == 0, "\(help.err)")
+        let listed = Set(help.out.split(separator: "\n").filter { $0.hasPrefix("  ") && !$0.hasPrefix("   ") }
+            .compactMap { $0.split(separator: " ").first.map(String.init) })
+        for command in ["increment", "count", "log", "show", "verify", "import", "replay", "bisect"] {
+            #expect(listed.contains(command), "\(command) missing from \(help.out)")
+        }
+        for command in ["deploy", "objects", "fleet", "ship", "pull", "update-check", "testgen", "open", "demo"] {
+            #expect(!listed.contains(command), "\(command) in \(help.out)")
+        }
+        // Its own family works end to end: recorded, verified by replaying its code.
+        let db = dir.file("counter-cli.lmdb")
+        for _ in 0..<3 { #expect(try runEventlog(["increment", "--db", db], executable: "counter-log").code == 0) }
+        #expect(try runEventlog(["count", "--db", db], executable: "counter-log").out == "3\n")
+        let replay = try runEventlog(["replay", "--verify", "--db", db], executable: "counter-log")
+        #expect(replay.code == 0 && replay.out.contains("counter  3 recomputed"), "\(replay.out)\(replay.err)")
+
+        func linked(_ executable: String) throws -> String {
+            let ldd = Process()
+            ldd.executableURL = URL(fileURLWithPath: "/usr/bin/ldd")
+            ldd.arguments = [builtExecutable(executable).path]
+            let output = Pipe()
+            ldd.standardOutput = output
+            try ldd.run()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            ldd.waitUntilExit()
+            return text
+        }
+        let counter = try linked("counter-log")
+        #expect(counter.contains("liblmdb"), "\(counter)")
+        for library in ["libnats", "libcrypto", "libcurl"] { #expect(!counter.contains(library), "\(counter)") }
+        // The check sees what a family brings: the demo lists all four.
+        let demo = try linked("eventlog")
+        for library in ["libnats", "libcrypto", "libcurl"] { #expect(demo.contains(library), "\(demo)") }
+    }
 }

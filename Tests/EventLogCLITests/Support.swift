@@ -27,33 +27,33 @@ final class Captured: Sendable {
     var text: String { parts.withLock { $0.joined() } }
 }
 
-/// The built `eventlog` executable, next to the test bundle.
-func builtExecutable() -> URL {
+/// The built executable `name` (by default `eventlog`), next to the test bundle.
+func builtExecutable(_ name: String = "eventlog") -> URL {
     let candidates = [
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent(".build/debug"),
     ]
     for directory in candidates {
-        let url = directory.appendingPathComponent("eventlog")
+        let url = directory.appendingPathComponent(name)
         if FileManager.default.isExecutableFile(atPath: url.path) { return url }
     }
-    fatalError("the eventlog executable is not built; run `swift build` first")
+    fatalError("the \(name) executable is not built; run `swift build` first")
 }
 
 /// The built executable as a child process, ready to run. With `fileSizeLimit` (bytes) it
 /// runs under that limit with `SIGXFSZ` ignored, so that writes past it come up short, as
 /// on a full disk; `ignoringHangUp` starts it with `SIGHUP` ignored, as `nohup` does.
-func spawnEventlog(_ arguments: [String], environment: [String: String] = [:], fileSizeLimit: Int? = nil,
+func spawnEventlog(_ arguments: [String], executable: String = "eventlog", environment: [String: String] = [:], fileSizeLimit: Int? = nil,
                    ignoringHangUp: Bool = false) throws -> Process {
     let process = Process()
     // POSIX sh counts `ulimit -f` in blocks of 512 bytes.
     let setup = (fileSizeLimit.map { ["ulimit -f \($0 / 512)", "trap '' XFSZ"] } ?? []) + (ignoringHangUp ? ["trap '' HUP"] : [])
     if !setup.isEmpty {
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", (setup + [#"exec "$0" "$@""#]).joined(separator: " && "), builtExecutable().path] + arguments
+        process.arguments = ["-c", (setup + [#"exec "$0" "$@""#]).joined(separator: " && "), builtExecutable(executable).path] + arguments
     } else {
-        process.executableURL = builtExecutable()
+        process.executableURL = builtExecutable(executable)
         process.arguments = arguments
     }
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -62,9 +62,9 @@ func spawnEventlog(_ arguments: [String], environment: [String: String] = [:], f
 
 /// Runs the built executable to the end with `stdin` as its input (none when `nil`), reading
 /// both pipes before waiting.
-func runEventlog(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:],
+func runEventlog(_ arguments: [String], executable: String = "eventlog", stdin: String? = nil, environment: [String: String] = [:],
                  fileSizeLimit: Int? = nil) throws -> Outcome {
-    let process = try spawnEventlog(arguments, environment: environment, fileSizeLimit: fileSizeLimit)
+    let process = try spawnEventlog(arguments, executable: executable, environment: environment, fileSizeLimit: fileSizeLimit)
     let out = Pipe()
     let err = Pipe()
     let input = Pipe()

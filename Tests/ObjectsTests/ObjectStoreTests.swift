@@ -53,7 +53,7 @@ final class ObjectsHarness {
         options.readOnly = true
         let reader = try ObjectStore(store: try EventStore(path: directory.path, options: options))
         #expect(try reader.fetch("BlogPost", id: "a")?["title"] == "From the log")
-        #expect(try reader.verifyReadModel() == nil)
+        #expect(try reader.problem(against: nil) == nil)
     }
 
     @Test func createThenUpdateKeepsCreatedAtAndCountsVersions() throws {
@@ -127,7 +127,7 @@ final class ObjectsHarness {
         #expect(try harness.store.currentState["objects.BlogPost"] == nil)
         #expect(try harness.objects.deleteAll(BlogPost.self) == 0)
         #expect(try harness.store.lastSeq() == before + 1)
-        #expect(try harness.objects.verifyReadModel() == nil)
+        #expect(try harness.objects.problem(against: nil) == nil)
     }
 
     @Test func deletesInOneTransactionCommitTogetherOrNotAtAll() throws {
@@ -151,7 +151,7 @@ final class ObjectsHarness {
         let left = try harness.objects.fetchAll("BlogPost", limit: 1_000).objects.compactMap { $0["id"]?.stringValue }
         #expect(left == ids.filter { !$0.hasSuffix("3") && !$0.hasSuffix("7") })
         #expect(try harness.store.currentState["objects.BlogPost"]?.objectValue?.keys == left)
-        #expect(try harness.objects.verifyReadModel() == nil)
+        #expect(try harness.objects.problem(against: nil) == nil)
     }
 
     @Test func aStaleSaveIsAConflictAndAppendsNothing() throws {
@@ -207,7 +207,7 @@ final class ObjectsHarness {
             try! rebuilt.apply(record.event.writes)
             return true
         }
-        #expect(try harness.objects.verifyReadModel(against: rebuilt) == nil)
+        #expect(try harness.objects.problem(against: rebuilt) == nil)
         // A read model that drifted from the log is caught.
         let db = try #require(try harness.store.openDatabase(named: ObjectStore.readModelName, create: false))
         try harness.store.transact { batch in
@@ -215,7 +215,7 @@ final class ObjectsHarness {
                 try StateValue.object(["id": "00000002"]).checkedEncoding(key: key).withUnsafeBytes { try batch.put(db, key: key, value: $0) }
             }
         }
-        #expect(try harness.objects.verifyReadModel(against: rebuilt)?.hasPrefix("objects.BlogPost.00000002") == true)
+        #expect(try harness.objects.problem(against: rebuilt)?.hasPrefix("objects.BlogPost.00000002") == true)
     }
 
     @Test func badInputIsRefused() throws {

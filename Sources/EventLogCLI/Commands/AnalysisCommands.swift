@@ -1,7 +1,5 @@
-import Effects
 import EventLog
 import Foundation
-import Objects
 
 /// `replay` and `bisect`: which event first made the state wrong, which property, and why.
 enum AnalysisCommands {
@@ -43,10 +41,10 @@ enum AnalysisCommands {
             try store.replay(through: projection, to: to, verify: verify) { context.console.progress("replayed \($0) events") }
         }
         context.console.endProgress()
-        // The objects' read model must equal the objects of the replayed newest state.
+        // Every read model must agree with the replayed newest state.
         var readModelProblem: String?
         if verify, report.divergence == nil, to >= (try attempt { try store.lastSeq() }) {
-            readModelProblem = try attempt { try ObjectStore(store: store).verifyReadModel(against: report.state) }
+            readModelProblem = try attempt { try context.app.readModelProblem(in: store, against: report.state) }
         }
         let unknown = verify && !arguments.flag("accept-recorded") ? report.unknownStreams : []
         if context.json {
@@ -75,7 +73,7 @@ enum AnalysisCommands {
             context.console.line(describe(divergence.record, previousSeq: nil).joined(separator: "\n"))
             context.console.line(describe(divergence).joined(separator: "\n"))
         } else if let readModelProblem {
-            context.console.line("the objects' read model does not match the log: \(readModelProblem)")
+            context.console.line(readModelProblem)
         } else if !unknown.isEmpty {
             let events = unknown.map { report.streams[$0]!.unknown }.reduce(0, +)
             context.console.line("not verified: today's code does not know the stream\(unknown.count == 1 ? "" : "s") "

@@ -1,6 +1,5 @@
 import EventLog
 import Foundation
-import Objects
 import Synchronization
 
 /// `eventlog import`: JSON lines in, streamed into the log in bounded memory.
@@ -33,7 +32,7 @@ enum ImportCommand {
         defer { interruption.remove() }
         let store = try interruption.opening { () throws(CLIError) in try context.openStore(writable: true) }
         var run = try attempt(writingTo: context.databasePath) {
-            try ImportRun(store: store, lines: lines, source: source, batchSize: batchSize, resume: arguments.flag("resume"),
+            try ImportRun(store: store, readModels: context.app.readModels(for: store), lines: lines, source: source, batchSize: batchSize, resume: arguments.flag("resume"),
                           console: context.console)
         }
         do throws(CLIError) {
@@ -79,7 +78,8 @@ enum ImportCommand {
 /// One import: reads events line by line and appends them, a transaction per batch.
 private struct ImportRun {
     let store: EventStore
-    let objects: ObjectStore
+    /// The app's read models, kept in line event by event.
+    let readModels: [any ReadModel]
     var lines: LineReader
     let source: String
     /// Events per transaction; `nil`: all in one.
@@ -109,9 +109,9 @@ private struct ImportRun {
     /// The line of the last event appended to the transaction under way.
     private var appendedThroughLine = 0
 
-    init(store: EventStore, lines: LineReader, source: String, batchSize: Int?, resume: Bool, console: Console) throws {
+    init(store: EventStore, readModels: [any ReadModel], lines: LineReader, source: String, batchSize: Int?, resume: Bool, console: Console) throws {
         self.store = store
-        objects = try ObjectStore(store: store)
+        self.readModels = readModels
         self.lines = lines
         self.source = source
         self.batchSize = batchSize
@@ -200,9 +200,7 @@ private struct ImportRun {
             } catch let error as EventStoreError {
                 throw CLIError.badInput("\(source) line \(number): \(error)")
             }
-            if item.event.writes.contains(where: { $0.path.components.first == .key("objects") }) {
-                try objects.updateReadModel(after: item.event.writes, in: &batch)
-            }
+            for readModel in readModels { try readModel.keepInLine(after: item.event.writes, in: &batch) }
             appended += 1
             appendedThroughLine = number
             progress.event(count + appended, bytesRead: lines.offset, console: console)

@@ -1,6 +1,5 @@
 import EventLog
 import Foundation
-import Objects
 
 /// The commands that read, check, export and import the log itself.
 enum LogCommands {
@@ -322,7 +321,7 @@ enum LogCommands {
         let store = try context.openStore()
         var report = try attempt { try store.verify { context.console.progress("verified \($0) events") } }
         context.console.endProgress()
-        if report.isOK, let problem = try attempt({ try ObjectStore(store: store).verifyReadModel() }) {
+        if report.isOK, let problem = try attempt({ try context.app.readModelProblem(in: store) }) {
             report.problem = .init(seq: report.eventsChecked, reason: problem)
         }
         return report
@@ -359,7 +358,7 @@ enum LogCommands {
             let progress = { (copied: UInt64) in context.console.progress("copied \(copied) events") }
             let report = try store?.salvage(into: target, progress: progress)
                 ?? EventStore.salvage(damagedLogAt: context.databasePath, into: target, progress: progress)
-            try ObjectStore(store: target).rebuildReadModel()
+            for readModel in try context.app.readModels(for: target) { try readModel.rebuild() }
             return report
         }
         context.console.endProgress()
@@ -381,7 +380,7 @@ enum LogCommands {
 
     static let rebuild = CommandSpec(
         name: "rebuild",
-        summary: "Make the read models (the objects' current versions) anew from the log.",
+        summary: "Make the read models (such as the objects' current versions) anew from the log.",
         discussion: "For a read model that 'verify' found damaged; the log itself is not changed.",
         writes: true
     ) { _, context in
@@ -389,11 +388,17 @@ enum LogCommands {
             throw CLIError.unavailable("cannot open \(context.databasePath): no event log at \(context.databasePath)")
         }
         let store = try context.openStore(writable: true)
-        let objects = try attempt(writingTo: context.databasePath) { try ObjectStore(store: store).rebuildReadModel() }
+        let rebuilt = try attempt(writingTo: context.databasePath) {
+            try context.app.readModels(for: store).map { (model: $0, count: try $0.rebuild()) }
+        }
         if context.json {
-            context.printJSON(["objects": .int(Int64(objects))])
+            var counts = StateObject()
+            for (model, count) in rebuilt { counts[model.entries] = .int(Int64(count)) }
+            context.printJSON(.object(counts))
+        } else if rebuilt.isEmpty {
+            context.console.line("\(context.app.name) keeps no read models: nothing to rebuild")
         } else {
-            context.console.line("rebuilt the objects' read model: \(objects) objects")
+            for (model, count) in rebuilt { context.console.line("rebuilt \(model.name): \(count) \(model.entries)") }
         }
         return .ok
     }

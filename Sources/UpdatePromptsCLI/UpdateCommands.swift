@@ -1,4 +1,5 @@
 import EventLog
+import EventLogCLI
 import Foundation
 import HTTPFetch
 import UpdatePrompts

@@ -1,5 +1,6 @@
 import Deploys
 import EventLog
+import EventLogCLI
 import Foundation
 import HTTPFetch
 
