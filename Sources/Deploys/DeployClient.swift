@@ -85,10 +85,8 @@ public final class DeployClient {
     @discardableResult
     private func record(_ transition: DeployRules.Transition, _ payload: StateObject = [:]) throws -> EventRecord {
         try store.transact { batch in
-            let time = store.clock.now()
-            var event = Event(stream: DeployRules.stream, type: transition.rawValue, origin: .deploy, payload: .object(payload))
-            event.writes = try DeployRules.writes(for: event, in: batch.state, at: time).get()
-            return try batch.append(event, time: time)
+            try DeployRules.append(Event(stream: DeployRules.stream, type: transition.rawValue, origin: .deploy, payload: .object(payload)),
+                                   at: store.clock.now(), to: &batch)
         }
     }
 

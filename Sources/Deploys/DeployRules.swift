@@ -9,7 +9,7 @@ import EventLog
 /// confirmation of a good launch), `progress` (percent of the download), `lastCheck`, `lastError`,
 /// and `rejectedUpdates.ID` (the reason), for updates rolled back after a launch the app never
 /// confirmed: the client does not install those again.
-public enum DeployRules {
+public enum DeployRules: EventRules {
     /// The stream of deploy events, and the key of their state.
     public static let stream = "deploy"
 
@@ -35,8 +35,8 @@ public enum DeployRules {
     }
 
     /// The writes of `event` on `state` at `time`, or why it cannot be one of this stream's.
-    public static func writes(for event: Event, in state: StateValue, at time: Timestamp) -> Result<[Write], DeployRuleError> {
-        guard let transition = Transition(rawValue: event.type) else { return .failure(DeployRuleError("unknown transition \"\(event.type)\"")) }
+    public static func writes(for event: Event, in state: StateValue, at time: Timestamp) -> Result<[Write], RuleError> {
+        guard let transition = Transition(rawValue: event.type) else { return .failure(RuleError("unknown transition \"\(event.type)\"")) }
         let fields = event.payload.objectValue ?? StateObject()
         func text(_ key: String) -> StateValue? { fields[key].flatMap { $0.stringValue == nil ? nil : $0 } }
         var changes = StateChanges(state, under: StatePath([.key(stream)]))
@@ -46,7 +46,7 @@ public enum DeployRules {
             changes["phase"] = phaseValue(.checking)
             changes["lastCheck"] = .string(time.description)
         case .newDeployAvailable:
-            guard let update else { return .failure(DeployRuleError("newDeployAvailable needs an updateId")) }
+            guard let update else { return .failure(RuleError("newDeployAvailable needs an updateId")) }
             changes["phase"] = phaseValue(.updateAvailable)
             changes["availableUpdate"] = update
             changes["lastError"] = nil
@@ -55,7 +55,7 @@ public enum DeployRules {
             changes["availableUpdate"] = nil
             changes["lastError"] = nil
         case .checkFailed, .downloadFailed, .integrityFailed, .failedToUpdateWorkingDirectory:
-            guard let reason = text("reason") else { return .failure(DeployRuleError("\(transition.rawValue) needs a reason")) }
+            guard let reason = text("reason") else { return .failure(RuleError("\(transition.rawValue) needs a reason")) }
             let phase: Phase = switch transition {
             case .checkFailed: .checkFailed
             case .downloadFailed: .downloadFailed
@@ -67,12 +67,12 @@ public enum DeployRules {
             if transition != .checkFailed && transition != .failedToUpdateWorkingDirectory { changes["progress"] = nil }
         case .downloadProgress:
             guard let percent = fields["percent"]?.intValue, (0...100).contains(percent) else {
-                return .failure(DeployRuleError("downloadProgress needs a percent from 0 to 100"))
+                return .failure(RuleError("downloadProgress needs a percent from 0 to 100"))
             }
             changes["phase"] = phaseValue(.downloading)
             changes["progress"] = .int(percent)
         case .downloaded:
-            guard let update else { return .failure(DeployRuleError("downloaded needs an updateId")) }
+            guard let update else { return .failure(RuleError("downloaded needs an updateId")) }
             changes["phase"] = phaseValue(.downloaded)
             changes["holdingUpdate"] = update
             changes["progress"] = .int(100)
@@ -80,19 +80,19 @@ public enum DeployRules {
         case .willUpdateWorkingDirectory:
             changes["phase"] = phaseValue(.installing)
         case .didUpdateWorkingDirectory:
-            guard let update else { return .failure(DeployRuleError("didUpdateWorkingDirectory needs an updateId")) }
+            guard let update else { return .failure(RuleError("didUpdateWorkingDirectory needs an updateId")) }
             installed(update, &changes)
         case .installRecovered:
-            guard let update, let result = fields["result"]?.stringValue else { return .failure(DeployRuleError("installRecovered needs an updateId and a result")) }
+            guard let update, let result = fields["result"]?.stringValue else { return .failure(RuleError("installRecovered needs an updateId and a result")) }
             switch result {
             case "finished": installed(update, &changes)
             case "undone": changes["phase"] = phaseValue(.downloaded)
-            default: return .failure(DeployRuleError("installRecovered's result is finished or undone, not \"\(result)\""))
+            default: return .failure(RuleError("installRecovered's result is finished or undone, not \"\(result)\""))
             }
         case .didReloadWebView:
             changes["phase"] = phaseValue(.launched)
         case .rolledBack:
-            guard let reason = text("reason") else { return .failure(DeployRuleError("rolledBack needs a reason")) }
+            guard let reason = text("reason") else { return .failure(RuleError("rolledBack needs a reason")) }
             changes["phase"] = phaseValue(.rolledBack)
             changes["workingUpdate"] = text("to")
             changes["pendingUpdate"] = nil
@@ -104,7 +104,7 @@ public enum DeployRules {
             changes["phase"] = phaseValue(.confirmed)
             changes["pendingUpdate"] = nil
         }
-        if let failure = changes.failure { return .failure(DeployRuleError("\(failure)")) }
+        if let failure = changes.failure { return .failure(RuleError("\(failure)")) }
         return .success(changes.writes)
     }
 
@@ -121,32 +121,4 @@ public enum DeployRules {
 
     /// The path of a key of the `deploy` state.
     public static func path(_ key: String) -> StatePath { StatePath([.key(stream), .key(key)]) }
-}
-
-/// Why a `deploy` event cannot be one.
-public struct DeployRuleError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// What is wrong with the event, for people; replay records it as the `skipped` reason.
-    public var reason: String
-    /// An error saying `reason`.
-    public init(_ reason: String) { self.reason = reason }
-    public var description: String { reason }
-}
-
-/// Today's code for the `deploy` stream, for `replay` and `bisect --replay`.
-public struct DeployProjection: Projection, Sendable {
-    /// The projection; it holds nothing, the rules are `DeployRules`.
-    public init() {}
-
-    /// The writes `DeployRules` gives the event today, `applied`; an event the rules refuse
-    /// (an unknown transition, a missing field) is `skipped` with the reason. Never `nil`:
-    /// every deploy event is recomputed.
-    public func recompute(_ record: EventRecord, in state: StateValue) -> Recomputed? {
-        switch DeployRules.writes(for: record.event, in: state, at: record.time) {
-        case .success(let writes): Recomputed(outcome: .applied, writes: writes)
-        case .failure(let error): Recomputed(outcome: .skipped(reason: error.reason), writes: [])
-        }
-    }
-
-    /// The `deploy` stream only.
-    public func knows(stream: String) -> Bool { stream == DeployRules.stream }
 }

@@ -96,8 +96,7 @@ public final class UpdatePrompter: Sendable {
 
     private func append(_ type: UpdateRules.EventType, _ payload: StateValue, _ cause: Cause?, _ time: Timestamp,
                         _ batch: inout AppendBatch, origin: Origin = .updateCheck) throws -> EventRecord {
-        var event = Event(stream: UpdateRules.stream, type: type.rawValue, origin: origin, cause: cause, payload: payload)
-        event.writes = try UpdateRules.writes(for: event, in: batch.state, at: time).get()
-        return try batch.append(event, time: time)
+        try UpdateRules.append(Event(stream: UpdateRules.stream, type: type.rawValue, origin: origin, cause: cause, payload: payload),
+                               at: time, to: &batch)
     }
 }

@@ -65,7 +65,7 @@ public enum PromptAnswer: String, Sendable, CaseIterable {
 /// `minimumOsVersion`, `lastCheck` (the lookup's time), `lastLookupError`, `declineCount` and
 /// `declineCountVersion` (the installed version the count belongs to), `skippedVersion`,
 /// `lastPromptAt`, and `lastDecision` (a `PromptDecision` or a `PromptAnswer`).
-public enum UpdateRules {
+public enum UpdateRules: EventRules {
     /// The stream of update-prompt events, and the key of their state.
     public static let stream = "updates"
 
@@ -171,15 +171,6 @@ public enum UpdateRules {
     public static func path(_ key: String) -> StatePath { StatePath([.key(stream), .key(key)]) }
 }
 
-/// Why an `updates` event cannot happen where it was put.
-public struct RuleError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// Why, for people; replay records it as the `skipped` reason.
-    public var reason: String
-    /// An error saying `reason`.
-    public init(_ reason: String) { self.reason = reason }
-    public var description: String { reason }
-}
-
 extension PromptPolicy {
     /// As recorded in a `promptDecided` event.
     public var payload: StateValue {
@@ -204,23 +195,4 @@ extension PromptPolicy {
             promptIntervalDays = value
         }
     }
-}
-
-/// Today's code for the `updates` stream, for `replay` and `bisect --replay`: every event is
-/// recomputed from its payload and the state before it.
-public struct UpdatesProjection: Projection, Sendable {
-    /// The projection; it holds nothing, the rules are `UpdateRules`.
-    public init() {}
-
-    /// The writes `UpdateRules` gives the event today, `applied`; an event the rules refuse
-    /// is `skipped` with the reason. Never `nil`.
-    public func recompute(_ record: EventRecord, in state: StateValue) -> Recomputed? {
-        switch UpdateRules.writes(for: record.event, in: state, at: record.time) {
-        case .success(let writes): Recomputed(outcome: .applied, writes: writes)
-        case .failure(let error): Recomputed(outcome: .skipped(reason: error.reason), writes: [])
-        }
-    }
-
-    /// The `updates` stream only.
-    public func knows(stream: String) -> Bool { stream == UpdateRules.stream }
 }

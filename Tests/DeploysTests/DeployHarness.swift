@@ -67,6 +67,6 @@ final class DeployHarness {
     }
 
     func expectReplayAgrees() throws -> ReplayReport {
-        try store.replay(through: DeployProjection(), verify: true)
+        try store.replay(through: RulesProjection(DeployRules.self), verify: true)
     }
 }

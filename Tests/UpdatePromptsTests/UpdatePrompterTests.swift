@@ -27,7 +27,7 @@ final class PromptHarness {
 
     /// Replays the whole log through today's rules and checks they agree with every event.
     func expectReplayAgrees() throws {
-        let report = try store.replay(through: UpdatesProjection(), verify: true)
+        let report = try store.replay(through: RulesProjection(UpdateRules.self), verify: true)
         #expect(report.divergence == nil)
         #expect(report.unknownStreams.isEmpty)
         #expect(report.streams[UpdateRules.stream]?.recomputed == Int(try store.lastSeq()))
@@ -167,7 +167,7 @@ struct UpdateDecisionTests {
         let faulty = try harness.store.append(Event(stream: UpdateRules.stream, type: "promptDecided", origin: .updateCheck,
                                                      payload: PromptPolicy(maxDeclines: 1).payload,
                                                      writes: [Write(UpdateRules.path("lastDecision"), old: "declined", new: "promptShown")]))
-        let report = try harness.store.replay(through: UpdatesProjection(), verify: true)
+        let report = try harness.store.replay(through: RulesProjection(UpdateRules.self), verify: true)
         #expect(report.divergence?.seq == faulty.seq)
         #expect(report.divergence?.actual.writes == [Write(UpdateRules.path("lastDecision"), old: "declined", new: "declineCapReached")])
         let found = try harness.store.firstEvent(where: try StatePredicate(parsing: #"updates.declineCount >= 1 && updates.lastDecision == "promptShown""#))
