@@ -145,7 +145,7 @@ extension EventStore {
     ///   missing, fails its checksum or does not decode; ``EventStoreError/invalidWrite(_:)``
     ///   when a write does not fit the state; whatever `body` throws; an ``LMDBError`` when a
     ///   read fails.
-    public func fold(from: UInt64 = 1, to: UInt64 = .max, _ body: (EventRecord, StateValue) throws -> Bool) throws {
+    package func fold(from: UInt64 = 1, to: UInt64 = .max, _ body: (EventRecord, StateValue) throws -> Bool) throws {
         var state = try snapshot(after: from > 0 ? from - 1 : 0)
         try forEachRecord(from: max(from, 1), to: to) { record in
             do throws(StateError) { try state.apply(record.event.writes) } catch { throw EventStoreError.invalidWrite(error) }

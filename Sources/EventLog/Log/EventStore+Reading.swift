@@ -57,9 +57,13 @@ extension EventStore {
         return try Self.decode(bytes, seq: seq)
     }
 
-    /// Calls `body` with each record from `from` through `to` (inclusive, clamped to the log),
+    /// Calls `body` with each record from `from` through `to` (inclusive, clamped to the log)
     /// in order, inside one read transaction; `body` returns `false` to stop early. A gap in
     /// the sequence is a corrupt record, as is a bad checksum.
+    ///
+    /// One of the log's three public walks: this one, for the records (filtered with
+    /// ``forEachRecord(matching:from:to:_:)``); ``forEachState(from:to:_:)`` for the state
+    /// after each event; ``records(after:chunk:)`` for the live stream of new ones.
     ///
     /// - Throws: ``EventStoreError/corruptRecord(seq:reason:)`` at the first record that is
     ///   missing, fails its checksum or does not decode (`body` has seen the ones before it);

@@ -94,7 +94,7 @@ extension EventStore {
     ///   - body: Takes a chunk of records, oldest first, and returns whether to go on.
     /// - Throws: ``EventStoreError/corruptRecord(seq:reason:)`` at a record that fails its
     ///   checksum or does not decode; whatever `body` throws; an ``LMDBError`` when a read fails.
-    public func follow(after seq: UInt64, chunk: Int = 1_024, stop: () -> Bool = { false },
+    package func follow(after seq: UInt64, chunk: Int = 1_024, stop: () -> Bool = { false },
                        _ body: ([EventRecord]) throws -> Bool) throws {
         let signal = CommitSignal(dataFile: path + "/data.mdb")
         var delivered = seq

@@ -7,7 +7,7 @@ extension EventStore {
     /// - Throws: ``EventStoreError/corruptRecord(seq:reason:)`` at the first record that is
     ///   missing, fails its checksum or whose writes do not decode; whatever `body` throws; an
     ///   ``LMDBError`` when a read fails.
-    public func forEachChange(of path: StatePath, from: UInt64 = 1, to: UInt64 = .max,
+    package func forEachChange(of path: StatePath, from: UInt64 = 1, to: UInt64 = .max,
                               _ body: (_ seq: UInt64, _ writes: [Write]) throws -> Bool) throws {
         let end = Swift.min(to, try lastSeq())
         var seq = Swift.max(from, 1)
