@@ -57,18 +57,9 @@ extension EventStore {
         return try Self.decode(bytes, seq: seq)
     }
 
-    /// Calls `body` with each record from `from` through `to` (inclusive, clamped to the log)
-    /// in order, inside one read transaction; `body` returns `false` to stop early. A gap in
-    /// the sequence is a corrupt record, as is a bad checksum.
-    ///
-    /// One of the log's three public walks: this one, for the records (filtered with
-    /// ``forEachRecord(matching:from:to:_:)``); ``forEachState(from:to:_:)`` for the state
-    /// after each event; ``records(after:chunk:)`` for the live stream of new ones.
-    ///
-    /// - Throws: ``EventStoreError/corruptRecord(seq:reason:)`` at the first record that is
-    ///   missing, fails its checksum or does not decode (`body` has seen the ones before it);
-    ///   whatever `body` throws; an ``LMDBError`` when the read fails.
-    public func forEachRecord(from: UInt64 = 1, to: UInt64 = .max, _ body: (EventRecord) throws -> Bool) throws {
+    /// Each record from `from` through `to` in order, inside one read transaction: the walk
+    /// behind ``forEachRecord(matching:from:to:_:)`` when it filters nothing.
+    func forEachRecordInOneRead(from: UInt64, to: UInt64, _ body: (EventRecord) throws -> Bool) throws {
         let names = NameCache()
         try environment.read { txn in
             try forEachStoredRecord(after: max(from, 1) - 1, through: to, in: txn) { seq, bytes in

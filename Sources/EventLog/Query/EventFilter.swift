@@ -39,18 +39,25 @@ public struct EventFilter: Sendable, Hashable {
 }
 
 extension EventStore {
-    /// Calls `body` with each record from `from` through `to` that `filter` keeps, in order;
-    /// `body` returns `false` to stop. With `filter.touching`, write sets are scanned first
-    /// (decoding nothing else) and only the records that touch the path are decoded whole; each
-    /// read transaction covers at most 4,096 events.
+    /// Calls `body` with each record from `from` through `to` (inclusive, clamped to the log)
+    /// that `filter` keeps, in order; `body` returns `false` to stop early. A gap in the
+    /// sequence is a corrupt record, as is a bad checksum. Without a filter, the walk is one
+    /// read transaction; with `filter.touching`, write sets are scanned first (decoding
+    /// nothing else) and only the records that touch the path are decoded whole, in read
+    /// transactions of at most 4,096 events.
+    ///
+    /// One of the log's three public walks: this one, for the records;
+    /// ``forEachState(from:to:_:)`` for the state after each event; ``records(after:chunk:)``
+    /// for the live stream of new ones.
     ///
     /// - Throws: ``EventStoreError/corruptRecord(seq:reason:)`` at the first record that is
-    ///   missing, fails its checksum or does not decode; whatever `body` throws; an
-    ///   ``LMDBError`` when a read fails.
-    public func forEachRecord(matching filter: EventFilter, from: UInt64 = 1, to: UInt64 = .max,
+    ///   missing, fails its checksum or does not decode (`body` has seen the ones before it);
+    ///   whatever `body` throws; an ``LMDBError`` when a read fails.
+    public func forEachRecord(matching filter: EventFilter = EventFilter(), from: UInt64 = 1, to: UInt64 = .max,
                               _ body: (EventRecord) throws -> Bool) throws {
         guard let touching = filter.touching else {
-            try forEachRecord(from: from, to: to) { record in try !filter.keeps(record.event) || body(record) }
+            if filter == EventFilter() { return try forEachRecordInOneRead(from: from, to: to, body) }
+            try forEachRecordInOneRead(from: from, to: to) { record in try !filter.keeps(record.event) || body(record) }
             return
         }
         let end = Swift.min(to, try lastSeq())
