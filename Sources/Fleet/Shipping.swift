@@ -106,7 +106,9 @@ public struct Shipper {
             throw FleetError(.refused, "\(store.path) has no log id yet: open it for writing once (for example with eventlog ship itself)")
         }
         let js = try JetStream(servers: servers, timeout: timeout)
-        try js.ensureStream(stream, replicas: replicas)
+        let limits = try js.ensureStream(stream, replicas: replicas)
+        try limits.refuseDropping(stream)
+        let largest = min(js.maxPayload, limits.maxMessageSize ?? .max) - Self.headerRoom
         let subject = JetStream.Subjects.of(logID)
         guard let db = try store.openDatabase(named: StreamPosition.database, create: true) else {
             throw FleetError(.refused, "cannot keep the shipping position in \(store.path)")
@@ -127,6 +129,13 @@ public struct Shipper {
             }
             var resynced = false
             for (seq, bytes) in chunk {
+                guard bytes.count <= largest else {
+                    try save()
+                    throw FleetError(.refused, "record \(seq) of this log is \(bytes.count) bytes, more than the \(largest + Self.headerRoom) a message may carry "
+                        + "(\(largest + Self.headerRoom == js.maxPayload ? "max_payload of the server at \(servers)" : "max_msg_size of stream \(stream)"), headers included), "
+                        + "so it and the records after it are not shipped; the stream holds this log through seq \(position.through). "
+                        + "Raise \(largest + Self.headerRoom == js.maxPayload ? "the server's max_payload (at most 64 MiB)" : "the stream's max_msg_size") and ship again")
+                }
                 let ack: (sequence: UInt64, duplicate: Bool)
                 do {
                     ack = try publish(bytes, seq: seq, after: position, js: js, subject: subject, logID: logID, save: save)
@@ -159,18 +168,42 @@ public struct Shipper {
             guard follow else { break }
             try store.follow(after: position.through, chunk: 1, stop: stop) { _ in false }
         }
+        // What the stream holds, not what was published: another copy of the log may have
+        // shipped the same seqs, the stream's limits or someone may have removed records.
+        let held = try retryingWhileUnavailable(for: retryFor) { try confirmedPosition(js, subject: subject, logID: logID) }
+        guard held.through >= position.through else {
+            throw FleetError(.refused, "stream \(stream) holds this log only through seq \(held.through), though it acknowledged records through \(position.through): "
+                + "they were removed (deleted, or dropped by the stream's limits); ship the log to a new stream (--stream NAME)")
+        }
+        report.through = held.through
         return report
     }
+
+    /// Bytes of a message kept for its headers (message id, expected last sequence, expected
+    /// stream), which the server's `max_payload` and a stream's `max_msg_size` count too.
+    static let headerRoom = 512
 
     /// Publishes one record. While the servers are out of reach (a node down, a leader being
     /// elected), it tries again for up to `retryFor` seconds: the same message id makes a retry
     /// of a publish that was stored but not acknowledged a duplicate, which the stream drops.
+    /// A duplicate is taken only when the stream holds these very bytes under the id: another
+    /// copy of the log shipping at the same time gets its record in first under the same id,
+    /// and the stream answers "duplicate" before it checks the expected sequence.
     private func publish(_ bytes: [UInt8], seq: UInt64, after position: StreamPosition, js: JetStream, subject: String,
                          logID: UUID, save: () throws -> Void) throws -> (sequence: UInt64, duplicate: Bool) {
+        let id = MessageID.of(logID, seq: seq)
         do {
-            return try retryingWhileUnavailable(for: retryFor) {
-                try bytes.withUnsafeBytes { try js.publish($0, subject: subject, id: MessageID.of(logID, seq: seq), after: position.sequence) }
+            let ack = try retryingWhileUnavailable(for: retryFor) {
+                try bytes.withUnsafeBytes { try js.publish($0, subject: subject, id: id, after: position.sequence, stream: stream) }
             }
+            guard ack.duplicate else { return ack }
+            let held = try retryingWhileUnavailable(for: retryFor) { try js.message(stream: stream, sequence: ack.sequence) }
+            guard let held, held.id == id, held.data == bytes else {
+                try save()
+                throw FleetError(.refused, "stream \(stream) holds another record \(seq) of this log (stream seq \(ack.sequence)), shipped by another copy of it at the same time: "
+                    + "the copies went their own ways (a fork), and this one is not shipped past seq \(position.through)")
+            }
+            return ack
         } catch let error as FleetError where error.kind == .unavailable {
             try? save()
             throw FleetError(.unavailable, "\(error.description); the stream holds this log through seq \(position.through), and shipping again resumes there")
@@ -191,7 +224,14 @@ public struct Shipper {
             throw FleetError(.refused, "stream \(stream) holds this log through seq \(seq), but the log ends at \(try store.lastSeq()): it is not the log that was shipped")
         }
         guard local == last.data else {
-            throw FleetError(.refused, "stream \(stream) holds another record \(seq) for this log: the log was changed after it was shipped")
+            throw FleetError(.refused, "stream \(stream) holds another record \(seq) for this log: the log was changed after it was shipped, or another copy of it was shipped (a fork)")
+        }
+        // Every record through its newest, or the stream lost some: deleted, or dropped by
+        // limits it had (or was given) after they were acknowledged.
+        let held = try js.subjects(stream: stream, filter: subject).first?.messages ?? 0
+        guard held >= seq else {
+            throw FleetError(.refused, "stream \(stream) holds \(held) messages of this log, not all of its records 1-\(seq): \(seq - held) missing "
+                + "(deleted, or dropped by the stream's limits), and a stream cannot take them back in order; ship the log to a new stream (--stream NAME)")
         }
         return StreamPosition(through: seq, sequence: last.sequence)
     }
