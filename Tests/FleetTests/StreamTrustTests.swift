@@ -8,10 +8,10 @@ import Testing
 
 /// A copy of `log`'s records under its id, in a log of its own (a restored backup, a cloned
 /// install): the same history so far, free to go its own way.
-func copyOfLog(_ log: EventStore, name: String = #function) throws -> TemporaryEventStore {
+func copyOfLog(_ log: EventStore, through: Int? = nil, name: String = #function) throws -> TemporaryEventStore {
     let copy = try TemporaryEventStore(keyframePolicy: KeyframePolicy(ratio: 4), name: name + "-copy")
     try copy.store.adoptLogID(try #require(try log.logID))
-    let records = try storedRecords(log)
+    let records = try storedRecords(log).prefix(through ?? .max)
     try copy.store.transact { batch in
         for (index, bytes) in records.enumerated() { _ = try bytes.withUnsafeBytes { try batch.appendStored($0, seq: UInt64(index + 1)) } }
     }
@@ -138,5 +138,42 @@ func heldMessages(_ js: JetStream, _ stream: String = "EVENTLOG", of store: Even
             #expect(error?.description.contains("the stream holds this log through seq 5. Raise the server's max_payload") == true, "\(String(describing: error))")
             #expect(try heldMessages(js, of: log.store) == 5)
         }
+    }
+
+    /// A pull into a database that already holds records of the log continues it only when
+    /// its newest record is the stream's record of that seq, byte for byte; a copy that went
+    /// another way than the stream's log (a fork) is refused and nothing changes: whether the
+    /// stream's log is behind the copy or ahead, and whether the pull finds its place from
+    /// the position an earlier pull kept or by reading from the start (the log itself, which
+    /// was never pulled).
+    @Test func aPullOntoAnotherHistoryOfTheLogIsRefusedAndChangesNothing() throws {
+        let nats = try NATSServers(), forked = try NATSServers()
+        let a = try counterLog(100)
+        let logID = try #require(try a.store.logID)
+        try Shipper(store: a.store, servers: nats.urls).ship()
+        let directory = TemporaryDirectory()
+        let copy = try EventStore(path: directory.file("copy"))
+        try Puller(servers: nats.urls).pull(logID, into: copy)
+        // Another copy of the log: a's first 50 records, then its own, shipped elsewhere.
+        let b = try copyOfLog(a.store, through: 50)
+        try appendCountdown(30, to: b.store)
+        try Shipper(store: b.store, servers: forked.urls).ship()
+        let behind = #expect(throws: FleetError.self) { try Puller(servers: forked.urls).pull(logID, into: copy) }
+        #expect(behind?.description.contains("holds another record 80 of log \(logID.uuidString.lowercased()) than stream EVENTLOG does") == true, "\(String(describing: behind))")
+        try appendCountdown(40, to: b.store)
+        try Shipper(store: b.store, servers: forked.urls).ship()
+        for store in [copy, a.store] {
+            let ahead = #expect(throws: FleetError.self) { try Puller(servers: forked.urls).pull(logID, into: store) }
+            #expect(ahead?.kind == .refused)
+            #expect(ahead?.description.contains("holds another record 100 of log") == true, "\(String(describing: ahead))")
+            #expect(ahead?.description.hasSuffix("(a fork), and pulling would make a log that never was; nothing was pulled") == true, "\(String(describing: ahead))")
+            #expect(try storedRecords(store) == storedRecords(a.store))
+        }
+        // The log itself, or its copy, from its own stream: nothing to pull, then what is new.
+        #expect(try Puller(servers: nats.urls).pull(logID, into: a.store).pulled == 0)
+        try appendCounter(10, to: a.store)
+        try Shipper(store: a.store, servers: nats.urls).ship()
+        #expect(try Puller(servers: nats.urls).pull(logID, into: copy).pulled == 10)
+        #expect(try storedRecords(copy) == storedRecords(a.store))
     }
 }
