@@ -155,6 +155,42 @@ import Testing
         #expect(none.out.hasSuffix("0 of 2 logs reached a >= 1000\n"), "\(none.out)")
     }
 
+    /// Messages on a log's subject that are not its records (no message id; an id naming the
+    /// next record, or one far ahead, over bytes that are no record) and a subject naming no
+    /// log: fleet list and fleet bisect say which log and stream seq on stderr, skip them,
+    /// and list and search every log as its records are.
+    @Test func foreignMessagesAreReportedAndSkippedNeverHidingALog() throws {
+        let nats = try NATSServers()
+        let a = try log("a", events: 300), b = try log("b", events: 100)
+        for db in [a, b] { #expect(try runEventlog(["ship", "--to", nats.urls, "--db", db]).code == 0) }
+        let aID = try logID(a), bID = try logID(b)
+        try nats.publish(Array("hello".utf8), on: "eventlog." + aID)
+        try nats.publish(Array("not a record".utf8), on: "eventlog." + aID, messageID: "\(aID):301")
+        try nats.publish(Array("not a record".utf8), on: "eventlog." + bID, messageID: "\(bID):7000")
+        try nats.publish(Array("stray".utf8), on: "eventlog.nolog")
+        let expected = [
+            "warning: log \(aID), stream seq 401: not one of its records (no message id); skipped",
+            "warning: log \(aID), stream seq 402: not one of its records (record 301 is corrupt: ",
+            "warning: log \(bID), stream seq 403: not one of its records (record 7000 is corrupt: ",
+        ]
+        let listed = try runEventlog(["fleet", "list", "--json", "--from", nats.urls])
+        #expect(listed.code == 0, "\(listed.err)")
+        let logs = try #require(try StateValue(json: listed.out)["logs"]?.arrayValue)
+        #expect(logs.map { $0["logId"]?.stringValue ?? "" }.sorted() == [aID, bID].sorted())
+        #expect(logs.first { $0["logId"]?.stringValue == aID }?["events"] == 300 && logs.first { $0["logId"]?.stringValue == aID }?["lastSeq"] == 300)
+        #expect(logs.first { $0["logId"]?.stringValue == bID }?["events"] == 100)
+        for line in expected + ["warning: subject eventlog.nolog, which names no log, stream seq 404: 1 message on it, not a log's records; skipped"] {
+            #expect(listed.err.contains(line), "\(line) in \(listed.err)")
+        }
+        let found = try runEventlog(["fleet", "bisect", "--from", nats.urls, "--where", "a >= 150 || b >= 150"])
+        #expect(found.code == 0, "\(found.err)")
+        #expect(found.out.contains("1 of 2 logs reached a >= 150 || b >= 150; earliest \(aID) at "), "\(found.out)")
+        #expect(found.out.contains("\(aID)  first bad event 151 of 300"), "\(found.out)")
+        for line in expected { #expect(found.err.contains(line), "\(line) in \(found.err)") }
+        // Only bisect's copy skips: a pull of one log refuses what is not its record.
+        #expect(try runEventlog(["pull", "--from", nats.urls, "--log", aID, "--db", dir.file("strict")]).code == 1)
+    }
+
     @Test func badFleetInputIsAUsageError() throws {
         let db = try log("usage", events: 1)
         for arguments in [["ship", "--db", db], ["ship", "--to", "http://x:1", "--db", db], ["ship", "--to", "nats://h:99999", "--db", db],

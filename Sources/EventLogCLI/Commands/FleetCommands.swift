@@ -114,6 +114,8 @@ enum FleetCommands {
         var fleet = Fleet(servers: try servers(arguments, "from"))
         fleet.stream = try stream(arguments)
         fleet.timeout = try arguments.seconds("timeout") ?? 5
+        let console = context.console
+        fleet.foreign = { notice in console.error("warning: \(notice)\n") }
         switch arguments.positionals[0] {
         case "list": return try list(fleet, context)
         case "bisect": return try bisect(fleet, arguments, context)
