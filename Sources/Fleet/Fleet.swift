@@ -122,6 +122,9 @@ public struct Fleet: Sendable {
     ///     in it, named by the log's id, and removed when its search ends. A directory of that
     ///     name already there is refused for that log (an `LMDBError` of `EEXIST`), never used
     ///     or removed.
+    ///   - examine: Called with each copy, while it is still open, and its finding, from any
+    ///     thread (to ask more of the copy: the CLI checks the predicate's paths); what it
+    ///     throws is that log's failure.
     ///   - progress: Called with the number of logs searched so far after each one, from any
     ///     thread.
     /// - Throws: `FleetError` as `logs()` throws it when no logs are given; otherwise the first failure,
@@ -130,11 +133,12 @@ public struct Fleet: Sendable {
     ///   searched even when one fails. A message on a log's subject that is not its next
     ///   record is told to `foreign` and skipped, as `logs()` does, never a failure.
     public func bisect(where predicate: StatePredicate, logs requested: [UUID]? = nil, scratch: String,
+                       examine: @escaping @Sendable (_ copy: EventStore, _ finding: Finding) throws -> Void = { _, _ in },
                        progress: @escaping @Sendable (Int) -> Void = { _ in }) throws -> [Finding] {
         let ids = try requested ?? logIDs(try JetStream(servers: servers, timeout: timeout)).map(\.logID)
         let results = Results(count: ids.count)
         DispatchQueue.concurrentPerform(iterations: ids.count) { index in
-            results.set(index, Result { try find(ids[index], predicate, scratch: scratch + "/" + ids[index].uuidString.lowercased()) })
+            results.set(index, Result { try find(ids[index], predicate, scratch: scratch + "/" + ids[index].uuidString.lowercased(), examine: examine) })
             progress(results.done)
         }
         return try results.values.map { try $0!.get() }
@@ -142,7 +146,8 @@ public struct Fleet: Sendable {
 
     /// Pulls one log into `scratch` (a directory this call creates) and bisects it; the copy
     /// is removed when done.
-    private func find(_ logID: UUID, _ predicate: StatePredicate, scratch: String) throws -> Finding {
+    private func find(_ logID: UUID, _ predicate: StatePredicate, scratch: String,
+                      examine: (EventStore, Finding) throws -> Void) throws -> Finding {
         try EventStore.makeScratch(at: scratch)
         defer { EventStore.removeScratch(at: scratch) }
         // The copy is closed when the closure returns, before the defer removes its files.
@@ -154,7 +159,9 @@ public struct Fleet: Sendable {
             puller.foreign = foreign
             let report = try puller.pull(logID, into: copy)
             let found = try copy.firstEvent(where: predicate)
-            return Finding(logID: logID, firstBad: try found.firstBad.flatMap { try copy.record($0) }, events: report.through)
+            let finding = Finding(logID: logID, firstBad: try found.firstBad.flatMap { try copy.record($0) }, events: report.through)
+            try examine(copy, finding)
+            return finding
         }()
         return finding
     }

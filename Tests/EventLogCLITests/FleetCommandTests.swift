@@ -191,6 +191,23 @@ import Testing
         #expect(try runEventlog(["pull", "--from", nats.urls, "--log", aID, "--db", dir.file("strict")]).code == 1)
     }
 
+    /// fleet bisect warns of a path no log's state holds, as bisect --where does of a path
+    /// no state of its log holds, with the same words and suggestion; a path some log holds
+    /// is no typo.
+    @Test func fleetBisectWarnsOfAPathNoLogHoldsAndSaysWhichWasMeant() throws {
+        let nats = try NATSServers()
+        let a = try log("a", events: 30), b = try log("b", events: 10)
+        for db in [a, b] { #expect(try runEventlog(["ship", "--to", nats.urls, "--db", db]).code == 0) }
+        let typo = try runEventlog(["fleet", "bisect", "--from", nats.urls, "--where", "A >= 15"])
+        #expect(typo.code == 1)
+        #expect(typo.err.hasSuffix("warning: no state of the 2 logs searched holds A, which reads as null; did you mean a?\n"), "\(typo.err)")
+        let single = try runEventlog(["bisect", "--where", "A >= 15", "--db", a])
+        #expect(single.err.hasSuffix(" holds A, which reads as null; did you mean a?\n"), "\(single.err)")
+        let held = try runEventlog(["fleet", "bisect", "--from", nats.urls, "--where", "a >= 100 || b >= 100"])
+        #expect(held.code == 1)
+        #expect(!held.err.contains("warning"), "\(held.err)")
+    }
+
     @Test func badFleetInputIsAUsageError() throws {
         let db = try log("usage", events: 1)
         for arguments in [["ship", "--db", db], ["ship", "--to", "http://x:1", "--db", db], ["ship", "--to", "nats://h:99999", "--db", db],

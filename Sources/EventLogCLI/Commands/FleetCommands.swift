@@ -154,10 +154,20 @@ enum FleetCommands {
         guard mkdir(scratch, 0o700) == 0 else { throw CLIError.unavailable("cannot create \(scratch): \(String(cString: strerror(errno)))") }
         defer { rmdir(scratch) }
         let console = context.console
+        // The predicate's paths no state of a log holds, with their suggestions, by log.
+        let absent = AbsentPaths()
         let findings = try fleetAttempt {
-            try fleet.bisect(where: predicate, logs: logs, scratch: scratch) { done in console.progress("\(done) logs bisected") }
+            try fleet.bisect(where: predicate, logs: logs, scratch: scratch, examine: { copy, finding in
+                guard finding.events > 0 else { return }
+                absent.add(try AnalysisCommands.absentPaths(predicate, store: copy, from: 1, to: finding.events))
+            }, progress: { done in console.progress("\(done) logs bisected") })
         }
         context.console.endProgress()
+        // A path no log's state holds is a typo as surely as in bisect --where.
+        let searched = findings.filter { $0.events > 0 }.count
+        for path in absent.inEvery(searched) {
+            context.console.error(path.warning(where: "of the \(searched) log\(searched == 1 ? "" : "s") searched"))
+        }
         let bad = findings.filter { $0.firstBad != nil }
         let causes = Dictionary(grouping: bad, by: { cause(of: $0.firstBad!) }).mapValues(\.count)
         let commonest = causes.max { $0.value < $1.value || ($0.value == $1.value && $0.key > $1.key) }
@@ -188,6 +198,28 @@ enum FleetCommands {
                 + (commonest.map { "; commonest cause \(Render.escaped($0.key)) (\($0.value))" } ?? ""))
         }
         return bad.isEmpty ? .problem : .ok
+    }
+
+    /// The paths absent from each log's states, gathered from the threads of a fleet bisect.
+    private final class AbsentPaths: @unchecked Sendable {
+        private let lock = NSLock()
+        private var found: [[AnalysisCommands.AbsentPath]] = []
+
+        /// One log's absent paths.
+        func add(_ paths: [AnalysisCommands.AbsentPath]) { lock.withLock { found.append(paths) } }
+
+        /// The paths absent from every one of `count` logs, in the predicate's order, with the
+        /// first log's suggestion that has one; none unless `count` logs were added.
+        func inEvery(_ count: Int) -> [AnalysisCommands.AbsentPath] {
+            lock.withLock {
+                guard count > 0, found.count == count else { return [] }
+                return found[0].compactMap { first in
+                    let all = found.compactMap { $0.first { $0.path == first.path } }
+                    guard all.count == count else { return nil }
+                    return AnalysisCommands.AbsentPath(path: first.path, suggestion: all.lazy.compactMap(\.suggestion).first)
+                }
+            }
+        }
     }
 
     /// What started an event: its plan's source (a URL), else its origin and type.
