@@ -16,9 +16,14 @@ enum FleetCommands {
             Each record goes as stored (checksum included) to the subject eventlog.<log id>, with
             message id <log id>:<seq> and the subject's expected last sequence: a shipper killed at
             any point and run again neither loses nor duplicates a record, and a gap is refused.
-            Where the stream stands is asked of the stream at every start, and kept beside the log.
-            The stream (subjects eventlog.>, file storage) is created when missing, with --replicas
-            copies. A server that cannot be reached exits 3; shipping again resumes.
+            Where the stream stands is asked of the stream at every start, and kept beside the log;
+            another copy of the log that went its own way (a fork) is refused, even shipping at the
+            same time, and so is a stream that lost records of the log. The stream (subjects
+            eventlog.>, file storage) is created when missing, with --replicas copies; an existing
+            one whose limits would drop acknowledged records (max_msgs_per_subject, max_age,
+            max_msgs or max_bytes with discard old, interest or work-queue retention) is refused.
+            A record over the server's max_payload stops the shipping there, saying so. A server
+            that cannot be reached exits 3; shipping again resumes.
               eventlog ship --to nats://127.0.0.1:4222 --follow
             """,
         options: [
@@ -56,8 +61,10 @@ enum FleetCommands {
         summary: "Copy one log out of NATS JetStream into the database, record for record, byte for byte.",
         discussion: """
             The database must be new or an earlier copy of the same log: a second pull copies only
-            what is new. Every record's checksum is checked, seqs must follow on without a gap, and
-            writes are checked against the state; the copy exports byte for byte as the original.
+            what is new, and only when the copy's newest record is the stream's record of that seq,
+            byte for byte (another history of the log, a fork, is refused, changing nothing). Every
+            record's checksum is checked, seqs must follow on without a gap, and writes are checked
+            against the state; the copy exports byte for byte as the original.
               eventlog pull --from nats://127.0.0.1:4222 --log 3f2a…-… --db ./install-42.lmdb
             """,
         options: [
@@ -100,6 +107,8 @@ enum FleetCommands {
                         event after which --where holds, as 'eventlog bisect --where' does, as many
                         logs at once as there are cores; then a summary: how many logs reached the
                         state, the earliest, and the commonest cause
+            A message on a log's subject that is not one of its records is reported on stderr (log,
+            stream seq) and skipped; the other logs are listed and searched all the same.
               eventlog fleet bisect --from nats://127.0.0.1:4222 --where 'messenger.selectedTab == "bots" && messenger.listFilter == null'
             """,
         arguments: [.init(name: "ACTION", help: "list or bisect.")],
