@@ -143,6 +143,7 @@ final class JetStream {
                 if config.MaxBytes > 0 { dropping.append("it keeps \(config.MaxBytes) bytes (max_bytes) and drops the oldest beyond (discard old)") }
             }
             if config.AllowRollup { dropping.append("it lets a message purge a subject (allow_rollup_hdrs)") }
+            if config.Storage == js_MemoryStorage { dropping.append("it keeps messages in memory only, lost when its servers stop (memory storage)") }
             maxMessageSize = config.MaxMsgSize > 0 ? Int(config.MaxMsgSize) : nil
         }
 

@@ -421,6 +421,11 @@ public struct Puller {
                 try position.write("pulled", stream: stream, in: &batch, db: db)
             }
         }
+        // A message that is not the next record: told and skipped, or the pull refused.
+        func skip(_ message: JetStream.Message, _ reason: String) throws {
+            guard let foreign else { throw FleetError(.refused, "a message on \(subject) is not one of this log's records (\(reason))") }
+            foreign(.skipped(message, of: logID, reason))
+        }
         var expected = position.through + 1
         while !stop() {
             guard let message = try messages.next(timeout: follow ? 0.25 : timeout) else {
@@ -429,6 +434,9 @@ public struct Puller {
                 throw FleetError(.unavailable, "the stream stopped delivering log \(id) at seq \(report.through)\(end.map { " of \($0)" } ?? ""); pulling again resumes there")
             }
             switch Delivery(message, of: logID, expected: expected, decoding: foreign != nil) {
+            case .record(let seq) where seq < expected && seq > local:
+                // A seq this pull has had: someone else's message under a record's id.
+                try skip(message, "a second message for record \(seq)")
             case .record(let seq) where seq < expected:
                 // Already in the copy; its newest is where the copy must meet the stream.
                 if seq == local, !continues {
@@ -443,10 +451,7 @@ public struct Puller {
                 expected += 1
                 if pending.count == 1_024 { try commit() }
             case .foreign(let reason):
-                guard let foreign else {
-                    throw FleetError(.refused, "a message on \(subject) is not one of this log's records (\(reason))")
-                }
-                foreign(.skipped(message, of: logID, reason))
+                try skip(message, reason)
             case .after(let gap, let seq):
                 try commit()
                 throw FleetError(.refused, "the stream skips from seq \(gap.lowerBound - 1) to \(seq) of log \(id): a gap, refused")

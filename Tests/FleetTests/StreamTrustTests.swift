@@ -79,6 +79,7 @@ func heldMessages(_ js: JetStream, _ stream: String = "EVENTLOG", of store: Even
             ("SIZED", "it keeps 1000000 bytes (max_bytes)", { $0.MaxBytes = 1_000_000 }),
             ("QUEUE", "work-queue retention", { $0.Retention = js_WorkQueuePolicy }),
             ("ROLLUP", "purge a subject", { $0.AllowRollup = true }),
+            ("MEMORY", "in memory only", { $0.Storage = js_MemoryStorage }),
         ]
         for (index, entry) in lossy.enumerated() {
             let (stream, phrase) = (entry.stream, entry.phrase)
@@ -176,4 +177,42 @@ func heldMessages(_ js: JetStream, _ stream: String = "EVENTLOG", of store: Even
         #expect(try Puller(servers: nats.urls).pull(logID, into: copy).pulled == 10)
         #expect(try storedRecords(copy) == storedRecords(a.store))
     }
+
+    /// A second message under a record's id (published once the stream's duplicate window has
+    /// passed, here a tenth of a second), carrying that record's very bytes: fleet list and
+    /// bisect tell of it with its stream seq and skip it; a single pull refuses it.
+    @Test func aSecondMessageForARecordIsToldAndSkippedByTheFleetAndRefusedByAPull() throws {
+        let nats = try NATSServers()
+        let js = try JetStream(servers: nats.urls, timeout: 5)
+        #expect(js.addStream("EVENTLOG") { $0.Duplicates = 100_000_000 }.status == NATS_OK)
+        let log = try counterLog(10)
+        let logID = try #require(try log.store.logID)
+        try Shipper(store: log.store, servers: nats.urls).ship()
+        usleep(1_000_000)  // past the duplicate window, so the stream stores the second one
+        try nats.publish(try storedRecords(log.store)[4], on: JetStream.Subjects.of(logID), messageID: MessageID.of(logID, seq: 5))
+        let notices = Notices()
+        var fleet = Fleet(servers: nats.urls)
+        fleet.foreign = notices.add
+        let expected = [StreamNotice(logID: logID, subject: JetStream.Subjects.of(logID), streamSequence: 11,
+                                     finding: "not one of its records (a second message for record 5); skipped")]
+        #expect(try fleet.logs().map(\.events) == [10])
+        #expect(notices.take() == expected)
+        let scratch = TemporaryDirectory()
+        #expect(try fleet.bisect(where: try StatePredicate(parsing: "count >= 7"), scratch: scratch.path).map { $0.firstBad?.seq } == [7])
+        #expect(notices.take() == expected)
+        let copy = TemporaryDirectory()
+        let refused = #expect(throws: FleetError.self) { try Puller(servers: nats.urls).pull(logID, into: try EventStore(path: copy.file("db"))) }
+        #expect(refused?.description.contains("(a second message for record 5)") == true, "\(String(describing: refused))")
+    }
+}
+
+/// Notices told from any thread, in the order told.
+final class Notices: @unchecked Sendable {
+    private let lock = NSLock()
+    private var told: [StreamNotice] = []
+
+    func add(_ notice: StreamNotice) { lock.withLock { told.append(notice) } }
+
+    /// The notices told since the last call.
+    func take() -> [StreamNotice] { lock.withLock { defer { told = [] }; return told } }
 }
