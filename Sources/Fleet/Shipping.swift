@@ -108,7 +108,10 @@ public struct Shipper {
         let js = try JetStream(servers: servers, timeout: timeout)
         let limits = try js.ensureStream(stream, replicas: replicas)
         try limits.refuseDropping(stream)
-        let largest = min(js.maxPayload, limits.maxMessageSize ?? .max) - Self.headerRoom
+        // The largest message the stream takes: the server's max_payload, unless the stream's
+        // max_msg_size is smaller; a record needs room for its headers too.
+        let byServer = (limits.maxMessageSize ?? .max) >= js.maxPayload
+        let messageLimit = byServer ? js.maxPayload : limits.maxMessageSize!
         let subject = JetStream.Subjects.of(logID)
         guard let db = try store.openDatabase(named: StreamPosition.database, create: true) else {
             throw FleetError(.refused, "cannot keep the shipping position in \(store.path)")
@@ -129,12 +132,12 @@ public struct Shipper {
             }
             var resynced = false
             for (seq, bytes) in chunk {
-                guard bytes.count <= largest else {
+                guard bytes.count + Self.headerRoom <= messageLimit else {
                     try save()
-                    throw FleetError(.refused, "record \(seq) of this log is \(bytes.count) bytes, more than the \(largest + Self.headerRoom) a message may carry "
-                        + "(\(largest + Self.headerRoom == js.maxPayload ? "max_payload of the server at \(servers)" : "max_msg_size of stream \(stream)"), headers included), "
+                    throw FleetError(.refused, "record \(seq) of this log is \(bytes.count) bytes, more than the \(messageLimit) a message may carry "
+                        + "(\(byServer ? "max_payload of the server at \(servers)" : "max_msg_size of stream \(stream)"), headers included), "
                         + "so it and the records after it are not shipped; the stream holds this log through seq \(position.through). "
-                        + "Raise \(largest + Self.headerRoom == js.maxPayload ? "the server's max_payload (at most 64 MiB)" : "the stream's max_msg_size") and ship again")
+                        + "Raise \(byServer ? "the server's max_payload (at most 64 MiB)" : "the stream's max_msg_size") and ship again")
                 }
                 let ack: (sequence: UInt64, duplicate: Bool)
                 do {
