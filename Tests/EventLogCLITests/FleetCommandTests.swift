@@ -208,6 +208,37 @@ import Testing
         #expect(!held.err.contains("warning"), "\(held.err)")
     }
 
+    /// Two copies of one database that went their own ways (the same log id, 3,000 events in
+    /// common, then 3 of their own), shipped at the same time: exactly one ships, the other
+    /// exits 1 naming the fork, and the stream holds the one that shipped, byte for byte.
+    @Test func twoCopiesOfALogShippedAtOnceOneShipsTheOtherIsRefusedAsAFork() throws {
+        let nats = try NATSServers()
+        let first = try log("fork-a", events: 3_000)
+        let second = dir.file("fork-b")
+        try FileManager.default.copyItem(atPath: first, toPath: second)
+        #expect(try runEventlog(["import", "-", "--db", first], stdin: counterEvents(key: "fork-a", count: 3, start: 3_000)).code == 0)
+        #expect(try runEventlog(["import", "-", "--db", second], stdin: counterEvents(key: "fork-b", count: 3)).code == 0)
+        let id = try logID(first)
+        #expect(try logID(second) == id)
+        let shippers = try [first, second].map { db in
+            let process = try spawnEventlog(["ship", "--to", nats.urls, "--db", db])
+            let err = Pipe()
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = err
+            try process.run()
+            return (process, err)
+        }
+        let outcomes = shippers.map { process, err in
+            let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return (code: process.terminationStatus, err: text)
+        }
+        #expect(outcomes.map(\.code).sorted() == [0, 1], "\(outcomes)")
+        let refused = try #require(outcomes.first { $0.code == 1 })
+        #expect(refused.err.contains("(a fork)") && refused.err.split(separator: "\n").count == 1, "\(refused.err)")
+        try expectPulledCopyEquals(outcomes[0].code == 0 ? first : second, id: id, from: nats.urls)
+    }
+
     @Test func badFleetInputIsAUsageError() throws {
         let db = try log("usage", events: 1)
         for arguments in [["ship", "--db", db], ["ship", "--to", "http://x:1", "--db", db], ["ship", "--to", "nats://h:99999", "--db", db],

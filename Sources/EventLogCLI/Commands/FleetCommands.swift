@@ -21,7 +21,8 @@ enum FleetCommands {
             same time, and so is a stream that lost records of the log. The stream (subjects
             eventlog.>, file storage) is created when missing, with --replicas copies; an existing
             one whose limits would drop acknowledged records (max_msgs_per_subject, max_age,
-            max_msgs or max_bytes with discard old, interest or work-queue retention) is refused.
+            max_msgs or max_bytes with discard old, interest or work-queue retention, memory
+            storage) is refused.
             A record over the server's max_payload stops the shipping there, saying so. A server
             that cannot be reached exits 3; shipping again resumes.
               eventlog ship --to nats://127.0.0.1:4222 --follow
