@@ -191,9 +191,9 @@ import Testing
         #expect(try runEventlog(["pull", "--from", nats.urls, "--log", aID, "--db", dir.file("strict")]).code == 1)
     }
 
-    /// fleet bisect warns of a path no log's state holds, as bisect --where does of a path
-    /// no state of its log holds, with the same words and suggestion; a path some log holds
-    /// is no typo.
+    /// fleet bisect that finds nothing warns of a path no log's state holds, as bisect
+    /// --where does of a path no state of its log holds, with the same words and suggestion;
+    /// a path some log holds is no typo, and a search that found the state warns of nothing.
     @Test func fleetBisectWarnsOfAPathNoLogHoldsAndSaysWhichWasMeant() throws {
         let nats = try NATSServers()
         let a = try log("a", events: 30), b = try log("b", events: 10)
@@ -206,6 +206,9 @@ import Testing
         let held = try runEventlog(["fleet", "bisect", "--from", nats.urls, "--where", "a >= 100 || b >= 100"])
         #expect(held.code == 1)
         #expect(!held.err.contains("warning"), "\(held.err)")
+        let reached = try runEventlog(["fleet", "bisect", "--from", nats.urls, "--where", "a >= 15 || A >= 1"])
+        #expect(reached.code == 0)
+        #expect(!reached.err.contains("warning"), "\(reached.err)")
     }
 
     /// Two copies of one database that went their own ways (the same log id, 3,000 events in

@@ -164,16 +164,18 @@ enum FleetCommands {
         guard mkdir(scratch, 0o700) == 0 else { throw CLIError.unavailable("cannot create \(scratch): \(String(cString: strerror(errno)))") }
         defer { rmdir(scratch) }
         let console = context.console
-        // The predicate's paths no state of a log holds, with their suggestions, by log.
+        // The predicate's paths no state of a log holds, with their suggestions, by log: asked,
+        // as bisect --where asks, of a log that never reaches the state.
         let absent = AbsentPaths()
         let findings = try fleetAttempt {
             try fleet.bisect(where: predicate, logs: logs, scratch: scratch, examine: { copy, finding in
-                guard finding.events > 0 else { return }
+                guard finding.events > 0, finding.firstBad == nil else { return }
                 absent.add(try AnalysisCommands.absentPaths(predicate, store: copy, from: 1, to: finding.events))
             }, progress: { done in console.progress("\(done) logs bisected") })
         }
         context.console.endProgress()
-        // A path no log's state holds is a typo as surely as in bisect --where.
+        // When no log reached the state, a path no log's state holds is a typo as surely as in
+        // bisect --where.
         let searched = findings.filter { $0.events > 0 }.count
         for path in absent.inEvery(searched) {
             context.console.error(path.warning(where: "of the \(searched) log\(searched == 1 ? "" : "s") searched"))
