@@ -113,7 +113,7 @@ let package = Package(
         .target(name: "LoopbackServer", path: "Tests/LoopbackServer", exclude: ["fixture_server.py"]),
         .testTarget(name: "HTTPFetchTests", dependencies: ["HTTPFetch", "LoopbackServer"]),
         .testTarget(name: "UpdatePromptsTests", dependencies: ["UpdatePrompts", "EventLog", "EventLogTesting", "LoopbackServer"]),
-        .testTarget(name: "FleetTests", dependencies: ["Fleet", "EventLog", "EventLogTesting", "LoopbackServer"]),
+        .testTarget(name: "FleetTests", dependencies: ["Fleet", "CNATS", "EventLog", "EventLogTesting", "LoopbackServer"]),
         .testTarget(name: "DeploysTests", dependencies: ["Deploys", "HTTPFetch", "EventLog", "EventLogTesting", "LoopbackServer"]),
         .testTarget(name: "DemoMessengerTests", dependencies: ["DemoMessenger", "Effects", "EventLog", "EventLogTesting"]),
         .testTarget(name: "EventLogCLITests", dependencies: ["EventLogCLI", "DemoCLI", "EventLog", "EventLogTesting", "LoopbackServer"], exclude: ["Fixtures"]),

@@ -10,6 +10,11 @@ public struct Fleet: Sendable {
     public var stream = "EVENTLOG"
     /// Seconds a request may wait for an answer.
     public var timeout = 5.0
+    /// Told of each message on a log's subject that `logs()` and `bisect` skip because it is
+    /// not the log's next record, and of records missing; by default, a line on standard error.
+    public var foreign: @Sendable (StreamNotice) -> Void = { notice in
+        FileHandle.standardError.write(Data("warning: \(notice)\n".utf8))
+    }
 
     /// The logs of the default stream at `servers`; nothing is connected until a question
     /// is asked.
@@ -29,24 +34,70 @@ public struct Fleet: Sendable {
         public var lastTime: Timestamp
     }
 
-    /// Every log in the stream, by id. A subject whose newest message is not one of its
-    /// log's records is left out.
+    /// Every log in the stream, by id, each as the stream holds its records: a message on a
+    /// log's subject that is not its next record (someone else's, a damaged record, a second
+    /// one for a seq) is told to `foreign` and skipped, as are subjects that name no log, and
+    /// records missing before one are told as well; the other logs are listed all the same.
     /// - Throws: `FleetError` of kind `.unavailable` when the servers cannot be reached or do
-    ///   not answer in time; `.refused` when the stream cannot be read (it does not exist,
-    ///   say) or a log's newest record fails its checksum.
+    ///   not answer in time; `.refused` when the stream cannot be read (it does not exist, say).
     public func logs() throws -> [LogSummary] {
         let js = try JetStream(servers: servers, timeout: timeout)
-        return try js.subjects(stream: stream, filter: JetStream.Subjects.all).compactMap { entry -> LogSummary? in
-            guard let logID = UUID(uuidString: String(entry.subject.dropFirst(JetStream.Subjects.prefix.count))),
-                  let last = try js.lastMessage(stream: stream, subject: entry.subject),
-                  let seq = MessageID.seq(last.id, of: logID) else { return nil }
-            let record = try last.data.withUnsafeBytes { bytes -> EventRecord in
-                do { return try EventStore.decode(bytes, seq: seq) } catch {
-                    throw FleetError(.refused, "the newest record of log \(logID.uuidString.lowercased()) in the stream is damaged: \(error)")
-                }
+        return try logIDs(js).compactMap { logID, messages -> LogSummary? in
+            let subject = JetStream.Subjects.of(logID)
+            guard let last = try js.lastMessage(stream: stream, subject: subject) else { return nil }
+            // As a shipper leaves it: the newest message is record n, of n messages.
+            if let seq = MessageID.seq(last.id, of: logID), seq == messages,
+               let record = try? last.data.withUnsafeBytes({ try EventStore.decode($0, seq: seq) }) {
+                return LogSummary(logID: logID, events: messages, lastSeq: seq, lastTime: record.time)
             }
-            return LogSummary(logID: logID, events: entry.messages, lastSeq: seq, lastTime: record.time)
+            return try summary(of: logID, js, through: last.sequence)
         }.sorted { $0.logID.uuidString < $1.logID.uuidString }
+    }
+
+    /// The logs of the stream's subjects, with how many messages each holds; a subject that
+    /// names no log is told to `foreign`.
+    private func logIDs(_ js: JetStream) throws -> [(logID: UUID, messages: UInt64)] {
+        try js.subjects(stream: stream, filter: JetStream.Subjects.all).compactMap { entry in
+            if let logID = UUID(uuidString: String(entry.subject.dropFirst(JetStream.Subjects.prefix.count))),
+               JetStream.Subjects.of(logID) == entry.subject {
+                return (logID, entry.messages)
+            }
+            let newest = try js.lastMessage(stream: stream, subject: entry.subject)
+            foreign(StreamNotice(logID: nil, subject: entry.subject, streamSequence: newest?.sequence ?? 0,
+                                 finding: "\(entry.messages) message\(entry.messages == 1 ? "" : "s") on it, not a log's records; skipped"))
+            return nil
+        }
+    }
+
+    /// A log read through from the start to the stream sequence `last`, telling `foreign` of
+    /// every message that is not its next record and of records missing; `nil` when the
+    /// subject holds none of its records.
+    private func summary(of logID: UUID, _ js: JetStream, through last: UInt64) throws -> LogSummary? {
+        let messages = try js.messages(stream: stream, subject: JetStream.Subjects.of(logID), from: 1)
+        var expected: UInt64 = 1, events: UInt64 = 0
+        var newest: JetStream.Message?
+        while true {
+            guard let message = try messages.next(timeout: timeout) else {
+                throw FleetError(.unavailable, "the stream stopped delivering log \(logID.uuidString.lowercased()) before stream seq \(last)")
+            }
+            switch Delivery(message, of: logID, expected: expected, decoding: true) {
+            case .record(let seq) where seq < expected: foreign(.skipped(message, of: logID, "a second message for record \(seq)"))
+            case .foreign(let reason): foreign(.skipped(message, of: logID, reason))
+            case .after(let gap, _):
+                foreign(StreamNotice(logID: logID, subject: JetStream.Subjects.of(logID), streamSequence: message.sequence,
+                                     finding: "records \(gap.lowerBound)-\(gap.upperBound) are missing before this one (deleted, or dropped by the stream's limits)"))
+                fallthrough
+            case .record:
+                events += 1
+                expected = (MessageID.seq(message.id, of: logID) ?? 0) + 1
+                newest = message
+            }
+            if message.sequence >= last { break }
+        }
+        guard let newest else { return nil }
+        let seq = expected - 1
+        let record = try newest.data.withUnsafeBytes { try EventStore.decode($0, seq: seq) }
+        return LogSummary(logID: logID, events: events, lastSeq: seq, lastTime: record.time)
     }
 
     /// Where one log first reached the state the predicate describes.
@@ -71,18 +122,23 @@ public struct Fleet: Sendable {
     ///     in it, named by the log's id, and removed when its search ends. A directory of that
     ///     name already there is refused for that log (an `LMDBError` of `EEXIST`), never used
     ///     or removed.
+    ///   - examine: Called with each copy, while it is still open, and its finding, from any
+    ///     thread (to ask more of the copy: the CLI checks the predicate's paths); what it
+    ///     throws is that log's failure.
     ///   - progress: Called with the number of logs searched so far after each one, from any
     ///     thread.
-    /// - Throws: The errors of `logs()` when no logs are given; otherwise the first failure,
+    /// - Throws: `FleetError` as `logs()` throws it when no logs are given; otherwise the first failure,
     ///   in the order of the logs, among the copies: `FleetError` as `Puller.pull` throws it,
     ///   `EventStoreError` or `LMDBError` when a copy cannot be made or searched. Every log is
-    ///   searched even when one fails.
+    ///   searched even when one fails. A message on a log's subject that is not its next
+    ///   record is told to `foreign` and skipped, as `logs()` does, never a failure.
     public func bisect(where predicate: StatePredicate, logs requested: [UUID]? = nil, scratch: String,
+                       examine: @escaping @Sendable (_ copy: EventStore, _ finding: Finding) throws -> Void = { _, _ in },
                        progress: @escaping @Sendable (Int) -> Void = { _ in }) throws -> [Finding] {
-        let ids = try requested ?? logs().map(\.logID)
+        let ids = try requested ?? logIDs(try JetStream(servers: servers, timeout: timeout)).map(\.logID)
         let results = Results(count: ids.count)
         DispatchQueue.concurrentPerform(iterations: ids.count) { index in
-            results.set(index, Result { try find(ids[index], predicate, scratch: scratch + "/" + ids[index].uuidString.lowercased()) })
+            results.set(index, Result { try find(ids[index], predicate, scratch: scratch + "/" + ids[index].uuidString.lowercased(), examine: examine) })
             progress(results.done)
         }
         return try results.values.map { try $0!.get() }
@@ -90,7 +146,8 @@ public struct Fleet: Sendable {
 
     /// Pulls one log into `scratch` (a directory this call creates) and bisects it; the copy
     /// is removed when done.
-    private func find(_ logID: UUID, _ predicate: StatePredicate, scratch: String) throws -> Finding {
+    private func find(_ logID: UUID, _ predicate: StatePredicate, scratch: String,
+                      examine: (EventStore, Finding) throws -> Void) throws -> Finding {
         try EventStore.makeScratch(at: scratch)
         defer { EventStore.removeScratch(at: scratch) }
         // The copy is closed when the closure returns, before the defer removes its files.
@@ -99,9 +156,12 @@ public struct Fleet: Sendable {
             var puller = Puller(servers: servers)
             puller.stream = stream
             puller.timeout = timeout
+            puller.foreign = foreign
             let report = try puller.pull(logID, into: copy)
             let found = try copy.firstEvent(where: predicate)
-            return Finding(logID: logID, firstBad: try found.firstBad.flatMap { try copy.record($0) }, events: report.through)
+            let finding = Finding(logID: logID, firstBad: try found.firstBad.flatMap { try copy.record($0) }, events: report.through)
+            try examine(copy, finding)
+            return finding
         }()
         return finding
     }

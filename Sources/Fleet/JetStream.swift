@@ -39,7 +39,7 @@ func retryingWhileUnavailable<R>(for seconds: Double, _ body: () throws -> R) th
 /// the calling thread; one value is used by one thread at a time.
 final class JetStream {
     private var connection: OpaquePointer?
-    private var context: OpaquePointer?
+    private(set) var context: OpaquePointer?
     /// The servers, as given (`nats://host:port`, comma-separated for a cluster).
     let servers: String
     /// How long a request may wait for its answer, in milliseconds.
@@ -74,16 +74,35 @@ final class JetStream {
     }
 
     /// Creates the stream of subjects `eventlog.>` when it is missing: file storage, with
-    /// `replicas` copies. An existing stream is used as it is.
-    func ensureStream(_ name: String, replicas: Int) throws(FleetError) {
+    /// `replicas` copies. An existing stream is used as it is, once its configuration is
+    /// found to keep every message it acknowledges (`StreamLimits.refuseDropping`).
+    /// - Returns: The stream's limits, for the size of a message it takes.
+    func ensureStream(_ name: String, replicas: Int) throws(FleetError) -> StreamLimits {
         var code = jsErrCode(0)
         var info: UnsafeMutablePointer<jsStreamInfo>?
         let found = js_GetStreamInfo(&info, context, name, nil, &code)
-        jsStreamInfo_Destroy(info)
-        if found == NATS_OK { return }
+        defer { jsStreamInfo_Destroy(info) }
+        if found == NATS_OK, let config = info?.pointee.Config { return StreamLimits(config.pointee) }
         guard code == JSStreamNotFoundErr else { throw Self.error(found, code, "cannot read stream \(name) at \(servers)") }
+        let status = addStream(name) { config in
+            config.Storage = js_FileStorage
+            config.Replicas = Int64(replicas)
+        }
+        // Another shipper may have created it in the meantime: it is read as any existing one.
+        if status.status != NATS_OK {
+            guard status.code == JSStreamNameExistErr else { throw Self.error(status.status, status.code, "cannot create stream \(name) at \(servers)") }
+            return try ensureStream(name, replicas: replicas)
+        }
+        return StreamLimits()
+    }
+
+    /// Adds stream `name` of subjects `eventlog.>`, with JetStream's defaults as `configure`
+    /// changes them (tests make streams with limits this way).
+    func addStream(_ name: String, _ configure: (inout jsStreamConfig) -> Void) -> (status: natsStatus, code: jsErrCode) {
+        var code = jsErrCode(0)
         var config = jsStreamConfig()
         jsStreamConfig_Init(&config)
+        configure(&config)
         let status: natsStatus = name.withCString { cName in
             Subjects.all.withCString { cSubject in
                 var subjects: [UnsafePointer<CChar>?] = [cSubject]
@@ -91,16 +110,71 @@ final class JetStream {
                     config.Name = cName
                     config.Subjects = list.baseAddress
                     config.SubjectsLen = 1
-                    config.Storage = js_FileStorage
-                    config.Replicas = Int64(replicas)
                     var created: UnsafeMutablePointer<jsStreamInfo>?
                     defer { jsStreamInfo_Destroy(created) }
                     return js_AddStream(&created, context, &config, nil, &code)
                 }
             }
         }
-        // Another shipper may have created it in the meantime.
-        if status != NATS_OK, code != JSStreamNameExistErr { throw Self.error(status, code, "cannot create stream \(name) at \(servers)") }
+        return (status, code)
+    }
+
+    /// What a stream's configuration lets it remove of the messages it acknowledged, and the
+    /// largest message it takes.
+    struct StreamLimits {
+        /// Why the stream may remove acknowledged messages, one phrase a reason; empty when it
+        /// keeps them all.
+        var dropping: [String] = []
+        /// The largest message the stream takes, in bytes; `nil` for no limit of its own.
+        var maxMessageSize: Int?
+
+        init() {}
+
+        init(_ config: jsStreamConfig) {
+            if config.Retention != js_LimitsPolicy {
+                dropping.append("it removes messages once consumers have them (\(config.Retention == js_InterestPolicy ? "interest" : "work-queue") retention)")
+            }
+            if config.MaxMsgsPerSubject > 0 {
+                dropping.append("it keeps \(config.MaxMsgsPerSubject) messages per subject (max_msgs_per_subject), so only a log's newest \(config.MaxMsgsPerSubject) records")
+            }
+            if config.MaxAge > 0 { dropping.append("it removes messages older than \(config.MaxAge / 1_000_000_000) s (max_age)") }
+            if config.Discard == js_DiscardOld {
+                if config.MaxMsgs > 0 { dropping.append("it keeps \(config.MaxMsgs) messages (max_msgs) and drops the oldest beyond (discard old)") }
+                if config.MaxBytes > 0 { dropping.append("it keeps \(config.MaxBytes) bytes (max_bytes) and drops the oldest beyond (discard old)") }
+            }
+            if config.AllowRollup { dropping.append("it lets a message purge a subject (allow_rollup_hdrs)") }
+            if config.Storage == js_MemoryStorage { dropping.append("it keeps messages in memory only, lost when its servers stop (memory storage)") }
+            maxMessageSize = config.MaxMsgSize > 0 ? Int(config.MaxMsgSize) : nil
+        }
+
+        /// Refuses a stream that may remove records it acknowledged, saying why and what to do.
+        func refuseDropping(_ stream: String) throws(FleetError) {
+            guard !dropping.isEmpty else { return }
+            throw FleetError(.refused, "stream \(stream) would lose records it acknowledged: \(dropping.joined(separator: "; ")); "
+                + "ship to a stream without these limits (--stream NAME creates one) or lift them; nothing was shipped")
+        }
+    }
+
+    /// The largest message the server takes (its `max_payload`), headers included, in bytes.
+    var maxPayload: Int { Int(natsConnection_GetMaxPayload(connection)) }
+
+    /// The message at stream sequence `sequence`, or `nil` when the stream holds none there.
+    func message(stream: String, sequence: UInt64) throws(FleetError) -> Message? {
+        var message: OpaquePointer?
+        var code = jsErrCode(0)
+        let status = js_GetMsg(&message, context, stream, sequence, nil, &code)
+        if status == NATS_NOT_FOUND || code == JSNoMessageFoundErr { return nil }
+        guard status == NATS_OK, let message else { throw Self.error(status, code, "cannot read message \(sequence) of \(stream) at \(servers)") }
+        defer { natsMsg_Destroy(message) }
+        return Message(message)
+    }
+
+    /// Removes the message at stream sequence `sequence`: only tests do, to be a stream that
+    /// lost a record.
+    func deleteMessage(stream: String, sequence: UInt64) throws(FleetError) {
+        var code = jsErrCode(0)
+        let status = js_DeleteMsg(context, stream, sequence, nil, &code)
+        guard status == NATS_OK else { throw Self.error(status, code, "cannot delete message \(sequence) of \(stream)") }
     }
 
     /// The newest message on `subject`, or `nil` when it has none.
@@ -115,11 +189,16 @@ final class JetStream {
     }
 
     /// Publishes `data` on `subject` with message id `id`, expecting the subject's newest
-    /// message to be stream sequence `after` (0: no message). Returns the stream sequence it
-    /// got, and whether the stream already held it (a retry of a publish whose answer was lost).
+    /// message to be stream sequence `after` (0: no message), and the message to be stored by
+    /// `stream` when one is named (a stream of other subjects is an error, not another
+    /// stream's message). Returns the stream sequence it got, and whether the stream already
+    /// held a message of that id (a retry of a publish whose answer was lost, or another
+    /// publisher's message of the same id: the stream checks the id before the sequence, so
+    /// the caller compares what it holds).
     /// Throws `WrongLastSequence` when the subject's newest message is another: the caller
     /// asks the stream where it stands.
-    func publish(_ data: UnsafeRawBufferPointer, subject: String, id: String, after: UInt64) throws -> (sequence: UInt64, duplicate: Bool) {
+    func publish(_ data: UnsafeRawBufferPointer, subject: String, id: String, after: UInt64,
+                 stream: String? = nil) throws -> (sequence: UInt64, duplicate: Bool) {
         var options = jsPubOptions()
         jsPubOptions_Init(&options)
         options.MaxWait = timeout
@@ -127,8 +206,11 @@ final class JetStream {
         var ack: UnsafeMutablePointer<jsPubAck>?
         var code = jsErrCode(0)
         let status = id.withCString { cID in
-            options.MsgId = cID
-            return js_Publish(&ack, context, subject, data.baseAddress, Int32(data.count), &options, &code)
+            (stream ?? "").withCString { cStream in
+                options.MsgId = cID
+                if stream != nil { options.ExpectStream = cStream }
+                return js_Publish(&ack, context, subject, data.baseAddress, Int32(data.count), &options, &code)
+            }
         }
         defer { jsPubAck_Destroy(ack) }
         guard status == NATS_OK, let ack else {

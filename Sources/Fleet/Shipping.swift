@@ -106,7 +106,12 @@ public struct Shipper {
             throw FleetError(.refused, "\(store.path) has no log id yet: open it for writing once (for example with eventlog ship itself)")
         }
         let js = try JetStream(servers: servers, timeout: timeout)
-        try js.ensureStream(stream, replicas: replicas)
+        let limits = try js.ensureStream(stream, replicas: replicas)
+        try limits.refuseDropping(stream)
+        // The largest message the stream takes: the server's max_payload, unless the stream's
+        // max_msg_size is smaller; a record needs room for its headers too.
+        let byServer = (limits.maxMessageSize ?? .max) >= js.maxPayload
+        let messageLimit = byServer ? js.maxPayload : limits.maxMessageSize!
         let subject = JetStream.Subjects.of(logID)
         guard let db = try store.openDatabase(named: StreamPosition.database, create: true) else {
             throw FleetError(.refused, "cannot keep the shipping position in \(store.path)")
@@ -127,6 +132,13 @@ public struct Shipper {
             }
             var resynced = false
             for (seq, bytes) in chunk {
+                guard bytes.count + Self.headerRoom <= messageLimit else {
+                    try save()
+                    throw FleetError(.refused, "record \(seq) of this log is \(bytes.count) bytes, more than the \(messageLimit) a message may carry "
+                        + "(\(byServer ? "max_payload of the server at \(servers)" : "max_msg_size of stream \(stream)"), headers included), "
+                        + "so it and the records after it are not shipped; the stream holds this log through seq \(position.through). "
+                        + "Raise \(byServer ? "the server's max_payload (at most 64 MiB)" : "the stream's max_msg_size") and ship again")
+                }
                 let ack: (sequence: UInt64, duplicate: Bool)
                 do {
                     ack = try publish(bytes, seq: seq, after: position, js: js, subject: subject, logID: logID, save: save)
@@ -159,18 +171,42 @@ public struct Shipper {
             guard follow else { break }
             try store.follow(after: position.through, chunk: 1, stop: stop) { _ in false }
         }
+        // What the stream holds, not what was published: another copy of the log may have
+        // shipped the same seqs, the stream's limits or someone may have removed records.
+        let held = try retryingWhileUnavailable(for: retryFor) { try confirmedPosition(js, subject: subject, logID: logID) }
+        guard held.through >= position.through else {
+            throw FleetError(.refused, "stream \(stream) holds this log only through seq \(held.through), though it acknowledged records through \(position.through): "
+                + "they were removed (deleted, or dropped by the stream's limits); ship the log to a new stream (--stream NAME)")
+        }
+        report.through = held.through
         return report
     }
+
+    /// Bytes of a message kept for its headers (message id, expected last sequence, expected
+    /// stream), which the server's `max_payload` and a stream's `max_msg_size` count too.
+    static let headerRoom = 512
 
     /// Publishes one record. While the servers are out of reach (a node down, a leader being
     /// elected), it tries again for up to `retryFor` seconds: the same message id makes a retry
     /// of a publish that was stored but not acknowledged a duplicate, which the stream drops.
+    /// A duplicate is taken only when the stream holds these very bytes under the id: another
+    /// copy of the log shipping at the same time gets its record in first under the same id,
+    /// and the stream answers "duplicate" before it checks the expected sequence.
     private func publish(_ bytes: [UInt8], seq: UInt64, after position: StreamPosition, js: JetStream, subject: String,
                          logID: UUID, save: () throws -> Void) throws -> (sequence: UInt64, duplicate: Bool) {
+        let id = MessageID.of(logID, seq: seq)
         do {
-            return try retryingWhileUnavailable(for: retryFor) {
-                try bytes.withUnsafeBytes { try js.publish($0, subject: subject, id: MessageID.of(logID, seq: seq), after: position.sequence) }
+            let ack = try retryingWhileUnavailable(for: retryFor) {
+                try bytes.withUnsafeBytes { try js.publish($0, subject: subject, id: id, after: position.sequence, stream: stream) }
             }
+            guard ack.duplicate else { return ack }
+            let held = try retryingWhileUnavailable(for: retryFor) { try js.message(stream: stream, sequence: ack.sequence) }
+            guard let held, held.id == id, held.data == bytes else {
+                try save()
+                throw FleetError(.refused, "stream \(stream) holds another record \(seq) of this log (stream seq \(ack.sequence)), shipped by another copy of it at the same time: "
+                    + "the copies went their own ways (a fork), and this one is not shipped past seq \(position.through)")
+            }
+            return ack
         } catch let error as FleetError where error.kind == .unavailable {
             try? save()
             throw FleetError(.unavailable, "\(error.description); the stream holds this log through seq \(position.through), and shipping again resumes there")
@@ -185,22 +221,94 @@ public struct Shipper {
         guard let seq = MessageID.seq(last.id, of: logID) else {
             throw FleetError(.refused, "the newest message on \(subject) is not one of this log's records (message id \(last.id ?? "none"))")
         }
-        var local: [UInt8]?
-        try store.forEachStoredRecord(after: seq - 1, through: seq) { _, bytes in local = Array(bytes); return false }
-        guard let local else {
+        guard let local = try store.storedRecord(seq) else {
             throw FleetError(.refused, "stream \(stream) holds this log through seq \(seq), but the log ends at \(try store.lastSeq()): it is not the log that was shipped")
         }
         guard local == last.data else {
-            throw FleetError(.refused, "stream \(stream) holds another record \(seq) for this log: the log was changed after it was shipped")
+            throw FleetError(.refused, "stream \(stream) holds another record \(seq) for this log: the log was changed after it was shipped, or another copy of it was shipped (a fork)")
+        }
+        // Every record through its newest, or the stream lost some: deleted, or dropped by
+        // limits it had (or was given) after they were acknowledged.
+        let held = try js.subjects(stream: stream, filter: subject).first?.messages ?? 0
+        guard held >= seq else {
+            throw FleetError(.refused, "stream \(stream) holds \(held) messages of this log, not all of its records 1-\(seq): \(seq - held) missing "
+                + "(deleted, or dropped by the stream's limits), and a stream cannot take them back in order; ship the log to a new stream (--stream NAME)")
         }
         return StreamPosition(through: seq, sequence: last.sequence)
     }
 }
 
+extension EventStore {
+    /// Record `seq` as stored, checksum included, or `nil` past the log's end.
+    func storedRecord(_ seq: UInt64) throws -> [UInt8]? {
+        var found: [UInt8]?
+        try forEachStoredRecord(after: seq - 1, through: seq) { _, bytes in found = Array(bytes); return false }
+        return found
+    }
+}
+
+/// What a reader of the stream found on a log's subject besides the log's records in order,
+/// and went past: someone else's message, a damaged record, a second message for a seq, or
+/// records missing before one (deleted, or dropped by the stream's limits).
+public struct StreamNotice: Sendable, Equatable, CustomStringConvertible {
+    /// The log whose subject it is on; `nil` on a subject `eventlog.<x>` whose `x` is no log
+    /// id as a shipper writes it.
+    public var logID: UUID?
+    /// The subject.
+    public var subject: String
+    /// The stream sequence of the message it is about (the newest, for a subject of no log).
+    public var streamSequence: UInt64
+    /// What was found and done, such as `not one of its records (message id x); skipped`.
+    public var finding: String
+
+    /// One line: which log, which stream seq, what was found and done.
+    public var description: String {
+        (logID.map { "log \($0.uuidString.lowercased())" } ?? "subject \(subject), which names no log")
+            + ", stream seq \(streamSequence): \(finding)"
+    }
+
+    /// The notice of a message that is not the next record of `logID`, skipped.
+    static func skipped(_ message: JetStream.Message, of logID: UUID, _ reason: String) -> StreamNotice {
+        StreamNotice(logID: logID, subject: JetStream.Subjects.of(logID), streamSequence: message.sequence,
+                     finding: "not one of its records (\(reason)); skipped")
+    }
+}
+
+/// What a message on a log's subject is, to a reader that expects record `expected` next.
+enum Delivery {
+    /// Record `seq`: the expected one, or (with `seq` below it) one the reader has.
+    case record(seq: UInt64)
+    /// Not a record of the log at all, or a damaged one: `reason` says which.
+    case foreign(reason: String)
+    /// A record past the expected one: those between are missing.
+    case after(gap: ClosedRange<UInt64>, seq: UInt64)
+
+    /// Classifies `message` on the subject of `logID`. With `decoding`, the checksum of a
+    /// record at or past the expected seq is checked here (a damaged one is foreign); without,
+    /// it is left to its append.
+    init(_ message: JetStream.Message, of logID: UUID, expected: UInt64, decoding: Bool) {
+        guard let seq = MessageID.seq(message.id, of: logID) else {
+            self = .foreign(reason: message.id.map { "message id \($0)" } ?? "no message id")
+            return
+        }
+        if seq >= expected, decoding, let error = message.data.withUnsafeBytes({ bytes -> (any Error)? in
+            do { _ = try EventStore.decode(bytes, seq: seq) } catch { return error }
+            return nil
+        }) {
+            self = .foreign(reason: "\(error)")
+        } else if seq > expected {
+            self = .after(gap: expected...(seq - 1), seq: seq)
+        } else {
+            self = .record(seq: seq)
+        }
+    }
+}
+
 /// Copies one log out of a stream into a local database, record for record and byte for
-/// byte: each record's checksum is checked, seqs must follow on without a gap, and writes are
-/// checked against the state as any append's are. A second pull goes on from where the copy
-/// ends.
+/// byte: each record's checksum is checked, seqs must follow on without a gap, writes are
+/// checked against the state as any append's are, and a copy that already holds records is
+/// continued only when its newest is the stream's record of that seq, byte for byte. A second
+/// pull goes on from where the copy ends.
 public struct Puller {
     /// `nats://host:port`, or several, comma-separated, for a cluster.
     public let servers: String
@@ -211,6 +319,9 @@ public struct Puller {
     public var timeout = 5.0
     /// Seconds a request keeps being tried while the servers are out of reach, once connected.
     public var retryFor = 30.0
+    /// What becomes of a message on the log's subject that is not its next record: `nil` (the
+    /// default) refuses the pull there; a function is told of it, and the pull skips it.
+    public var foreign: (@Sendable (StreamNotice) -> Void)?
 
     /// A puller from the default stream at `servers`; nothing is connected until `pull`.
     public init(servers: String) {
@@ -238,48 +349,65 @@ public struct Puller {
     /// they arrive until `stop` returns `true`. Records are committed 1,024 at a time, with
     /// the stream position, and stay committed when a later one fails.
     /// - Parameters:
-    ///   - store: An empty log, or a copy of `logID` made by an earlier pull; it takes the
-    ///     log's id.
+    ///   - store: An empty log, or a copy of `logID` (an earlier pull, or the log itself) whose
+    ///     newest record the stream holds byte for byte; it takes the log's id.
     ///   - progress: Called after each commit with the report so far.
-    /// - Throws: `FleetError` of kind `.refused` when the stream holds no such log (without
-    ///   `follow`), `store` holds another log, a message on the log's subject is not one of
-    ///   its records, the stream skips a seq, or the copy refuses a record (its checksum, its
-    ///   writes against the state); `.unavailable` when no server can be reached, or the
-    ///   stream stops delivering before the newest record (pulling again resumes there).
-    ///   `EventStoreError` or `LMDBError` when the copy cannot be read or written.
+    /// - Throws: `FleetError` of kind `.refused`, changing nothing, when the stream holds no
+    ///   such log (without `follow`), `store` holds another log, or its newest record is not
+    ///   the stream's record of that seq (another copy of the log that went its own way: a
+    ///   fork); `.refused`, keeping what was committed, when a message on the log's subject is
+    ///   not one of its records (unless `foreign` skips it), the stream skips a seq, or the
+    ///   copy refuses a record (its checksum, its writes against the state); `.unavailable`
+    ///   when no server can be reached, or the stream stops delivering before the newest
+    ///   record (pulling again resumes there). `EventStoreError` or `LMDBError` when the copy
+    ///   cannot be read or written.
     @discardableResult
     public func pull(_ logID: UUID, into store: EventStore, follow: Bool = false, stop: @escaping () -> Bool = { false },
                      progress: (Report) -> Void = { _ in }) throws -> Report {
         let js = try JetStream(servers: servers, timeout: timeout)
         let subject = JetStream.Subjects.of(logID)
+        let id = logID.uuidString.lowercased()
         let newest = try retryingWhileUnavailable(for: retryFor) { try js.lastMessage(stream: stream, subject: subject) }
-        guard newest != nil || follow else { throw FleetError(.refused, "stream \(stream) holds no log \(logID.uuidString.lowercased())") }
+        guard newest != nil || follow else { throw FleetError(.refused, "stream \(stream) holds no log \(id)") }
+        // The newest record's seq; `nil` when the newest message is none (skipped if foreign
+        // messages are, refused otherwise).
+        let end = newest.flatMap { MessageID.seq($0.id, of: logID) }
+        if let newest, end == nil, foreign == nil {
+            throw FleetError(.refused, "the newest message on \(subject) is not one of this log's records (message id \(newest.id ?? "none"))")
+        }
         do { try store.adoptLogID(logID) } catch let error as EventStoreError {
-            throw FleetError(.refused, "\(store.path) is not a copy of log \(logID.uuidString.lowercased()): \(error)")
+            throw FleetError(.refused, "\(store.path) is not a copy of log \(id): \(error)")
+        }
+        let local = try store.lastSeq()
+        var position = StreamPosition(through: local)
+        // The copy continues the stream's log only if its newest record is the stream's record
+        // of that seq: found at the kept position, else met on the way from the start.
+        var continues = local == 0
+        if !continues, let newest, let end, end <= local {
+            guard try store.storedRecord(end) == newest.data else { throw fork(store, seq: end, logID: logID) }
+            if !follow { return Report(logID: logID, pulled: 0, through: local) }
+            continues = end == local
+            if continues { position.sequence = newest.sequence }
+        }
+        if !continues, let kept = try StreamPosition.read("pulled", stream: stream, in: store), kept.through == local,
+           let held = try retryingWhileUnavailable(for: retryFor, { try js.message(stream: stream, sequence: kept.sequence) }),
+           MessageID.seq(held.id, of: logID) == local {
+            guard try store.storedRecord(local) == held.data else { throw fork(store, seq: local, logID: logID) }
+            continues = true
+            position.sequence = kept.sequence
         }
         guard let db = try store.openDatabase(named: StreamPosition.database, create: true) else {
             throw FleetError(.refused, "cannot keep the pull position in \(store.path)")
         }
-        var position = StreamPosition(through: try store.lastSeq())
-        if let kept = try StreamPosition.read("pulled", stream: stream, in: store), kept.through == position.through {
-            position.sequence = kept.sequence
-        }
-        var report = Report(logID: logID, pulled: 0, through: position.through)
-        var end: UInt64 = 0
-        if let newest {
-            guard let seq = MessageID.seq(newest.id, of: logID) else {
-                throw FleetError(.refused, "the newest message on \(subject) is not one of this log's records (message id \(newest.id ?? "none"))")
-            }
-            end = seq
-        }
-        if !follow, position.through >= end { return report }
+        var report = Report(logID: logID, pulled: 0, through: local)
+        if !follow, let newest, position.sequence >= newest.sequence { return report }
 
         let messages = try retryingWhileUnavailable(for: retryFor) { try js.messages(stream: stream, subject: subject, from: position.sequence + 1) }
         var pending: [JetStream.Message] = []
         func commit() throws {
             guard !pending.isEmpty else { return }
             do { try append() } catch let error as EventStoreError {
-                throw FleetError(.refused, "a record of log \(logID.uuidString.lowercased()) is refused: \(error)")
+                throw FleetError(.refused, "a record of log \(id) is refused: \(error)")
             }
             report.pulled += pending.count
             report.through = position.through
@@ -296,27 +424,50 @@ public struct Puller {
                 try position.write("pulled", stream: stream, in: &batch, db: db)
             }
         }
+        // A message that is not the next record: told and skipped, or the pull refused.
+        func skip(_ message: JetStream.Message, _ reason: String) throws {
+            guard let foreign else { throw FleetError(.refused, "a message on \(subject) is not one of this log's records (\(reason))") }
+            foreign(.skipped(message, of: logID, reason))
+        }
         var expected = position.through + 1
         while !stop() {
             guard let message = try messages.next(timeout: follow ? 0.25 : timeout) else {
                 try commit()
                 if follow { continue }
-                throw FleetError(.unavailable, "the stream stopped delivering log \(logID.uuidString.lowercased()) at seq \(report.through) of \(end); pulling again resumes there")
+                throw FleetError(.unavailable, "the stream stopped delivering log \(id) at seq \(report.through)\(end.map { " of \($0)" } ?? ""); pulling again resumes there")
             }
-            guard let seq = MessageID.seq(message.id, of: logID) else {
-                throw FleetError(.refused, "a message on \(subject) is not one of this log's records (message id \(message.id ?? "none"))")
-            }
-            if seq < expected { continue }  // already in the copy
-            guard seq == expected else {
+            switch Delivery(message, of: logID, expected: expected, decoding: foreign != nil) {
+            case .record(let seq) where seq < expected && seq > local:
+                // A seq this pull has had: someone else's message under a record's id.
+                try skip(message, "a second message for record \(seq)")
+            case .record(let seq) where seq < expected:
+                // Already in the copy; its newest is where the copy must meet the stream.
+                if seq == local, !continues {
+                    guard try store.storedRecord(local) == message.data else { throw fork(store, seq: local, logID: logID) }
+                    continues = true
+                }
+            case .record(let seq):
+                guard continues else {
+                    throw FleetError(.refused, "stream \(stream) holds no record \(local) of log \(id) before record \(seq), so the copy in \(store.path) cannot be shown to continue it; nothing was pulled")
+                }
+                pending.append(message)
+                expected += 1
+                if pending.count == 1_024 { try commit() }
+            case .foreign(let reason):
+                try skip(message, reason)
+            case .after(let gap, let seq):
                 try commit()
-                throw FleetError(.refused, "the stream skips from seq \(expected - 1) to \(seq) of log \(logID.uuidString.lowercased()): a gap, refused")
+                throw FleetError(.refused, "the stream skips from seq \(gap.lowerBound - 1) to \(seq) of log \(id): a gap, refused")
             }
-            pending.append(message)
-            expected += 1
-            if pending.count == 1_024 { try commit() }
-            if !follow, seq >= end { break }
+            if !follow, let newest, message.sequence >= newest.sequence { break }
         }
         try commit()
         return report
+    }
+
+    /// The refusal of a copy whose record `seq` is not the stream's.
+    private func fork(_ store: EventStore, seq: UInt64, logID: UUID) -> FleetError {
+        FleetError(.refused, "\(store.path) holds another record \(seq) of log \(logID.uuidString.lowercased()) than stream \(stream) does: "
+            + "the copy and the stream's log went their own ways (a fork), and pulling would make a log that never was; nothing was pulled")
     }
 }

@@ -17,9 +17,15 @@ enum FleetCommands {
             Each record goes as stored (checksum included) to the subject eventlog.<log id>, with
             message id <log id>:<seq> and the subject's expected last sequence: a shipper killed at
             any point and run again neither loses nor duplicates a record, and a gap is refused.
-            Where the stream stands is asked of the stream at every start, and kept beside the log.
-            The stream (subjects eventlog.>, file storage) is created when missing, with --replicas
-            copies. A server that cannot be reached exits 3; shipping again resumes.
+            Where the stream stands is asked of the stream at every start, and kept beside the log;
+            another copy of the log that went its own way (a fork) is refused, even shipping at the
+            same time, and so is a stream that lost records of the log. The stream (subjects
+            eventlog.>, file storage) is created when missing, with --replicas copies; an existing
+            one whose limits would drop acknowledged records (max_msgs_per_subject, max_age,
+            max_msgs or max_bytes with discard old, interest or work-queue retention, memory
+            storage) is refused.
+            A record over the server's max_payload stops the shipping there, saying so. A server
+            that cannot be reached exits 3; shipping again resumes.
               eventlog ship --to nats://127.0.0.1:4222 --follow
             """,
         options: [
@@ -57,8 +63,10 @@ enum FleetCommands {
         summary: "Copy one log out of NATS JetStream into the database, record for record, byte for byte.",
         discussion: """
             The database must be new or an earlier copy of the same log: a second pull copies only
-            what is new. Every record's checksum is checked, seqs must follow on without a gap, and
-            writes are checked against the state; the copy exports byte for byte as the original.
+            what is new, and only when the copy's newest record is the stream's record of that seq,
+            byte for byte (another history of the log, a fork, is refused, changing nothing). Every
+            record's checksum is checked, seqs must follow on without a gap, and writes are checked
+            against the state; the copy exports byte for byte as the original.
               eventlog pull --from nats://127.0.0.1:4222 --log 3f2a…-… --db ./install-42.lmdb
             """,
         options: [
@@ -101,6 +109,8 @@ enum FleetCommands {
                         event after which --where holds, as 'eventlog bisect --where' does, as many
                         logs at once as there are cores; then a summary: how many logs reached the
                         state, the earliest, and the commonest cause
+            A message on a log's subject that is not one of its records is reported on stderr (log,
+            stream seq) and skipped; the other logs are listed and searched all the same.
               eventlog fleet bisect --from nats://127.0.0.1:4222 --where 'messenger.selectedTab == "bots" && messenger.listFilter == null'
             """,
         arguments: [.init(name: "ACTION", help: "list or bisect.")],
@@ -115,6 +125,8 @@ enum FleetCommands {
         var fleet = Fleet(servers: try servers(arguments, "from"))
         fleet.stream = try stream(arguments)
         fleet.timeout = try arguments.seconds("timeout") ?? 5
+        let console = context.console
+        fleet.foreign = { notice in console.error("warning: \(notice)\n") }
         switch arguments.positionals[0] {
         case "list": return try list(fleet, context)
         case "bisect": return try bisect(fleet, arguments, context)
@@ -153,10 +165,22 @@ enum FleetCommands {
         guard mkdir(scratch, 0o700) == 0 else { throw CLIError.unavailable("cannot create \(scratch): \(String(cString: strerror(errno)))") }
         defer { rmdir(scratch) }
         let console = context.console
+        // The predicate's paths no state of a log holds, with their suggestions, by log: asked,
+        // as bisect --where asks, of a log that never reaches the state.
+        let absent = AbsentPaths()
         let findings = try fleetAttempt {
-            try fleet.bisect(where: predicate, logs: logs, scratch: scratch) { done in console.progress("\(done) logs bisected") }
+            try fleet.bisect(where: predicate, logs: logs, scratch: scratch, examine: { copy, finding in
+                guard finding.events > 0, finding.firstBad == nil else { return }
+                absent.add(try AnalysisCommands.absentPaths(predicate, store: copy, from: 1, to: finding.events))
+            }, progress: { done in console.progress("\(done) logs bisected") })
         }
         context.console.endProgress()
+        // When no log reached the state, a path no log's state holds is a typo as surely as in
+        // bisect --where.
+        let searched = findings.filter { $0.events > 0 }.count
+        for path in absent.inEvery(searched) {
+            context.console.error(path.warning(where: "of the \(searched) log\(searched == 1 ? "" : "s") searched"))
+        }
         let bad = findings.filter { $0.firstBad != nil }
         let causes = Dictionary(grouping: bad, by: { cause(of: $0.firstBad!) }).mapValues(\.count)
         let commonest = causes.max { $0.value < $1.value || ($0.value == $1.value && $0.key > $1.key) }
@@ -187,6 +211,28 @@ enum FleetCommands {
                 + (commonest.map { "; commonest cause \(Render.escaped($0.key)) (\($0.value))" } ?? ""))
         }
         return bad.isEmpty ? .problem : .ok
+    }
+
+    /// The paths absent from each log's states, gathered from the threads of a fleet bisect.
+    private final class AbsentPaths: @unchecked Sendable {
+        private let lock = NSLock()
+        private var found: [[AnalysisCommands.AbsentPath]] = []
+
+        /// One log's absent paths.
+        func add(_ paths: [AnalysisCommands.AbsentPath]) { lock.withLock { found.append(paths) } }
+
+        /// The paths absent from every one of `count` logs, in the predicate's order, with the
+        /// first log's suggestion that has one; none unless `count` logs were added.
+        func inEvery(_ count: Int) -> [AnalysisCommands.AbsentPath] {
+            lock.withLock {
+                guard count > 0, found.count == count else { return [] }
+                return found[0].compactMap { first in
+                    let all = found.compactMap { $0.first { $0.path == first.path } }
+                    guard all.count == count else { return nil }
+                    return AnalysisCommands.AbsentPath(path: first.path, suggestion: all.lazy.compactMap(\.suggestion).first)
+                }
+            }
+        }
     }
 
     /// What started an event: its plan's source (a URL), else its origin and type.

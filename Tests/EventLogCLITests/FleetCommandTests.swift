@@ -155,6 +155,93 @@ import Testing
         #expect(none.out.hasSuffix("0 of 2 logs reached a >= 1000\n"), "\(none.out)")
     }
 
+    /// Messages on a log's subject that are not its records (no message id; an id naming the
+    /// next record, or one far ahead, over bytes that are no record) and a subject naming no
+    /// log: fleet list and fleet bisect say which log and stream seq on stderr, skip them,
+    /// and list and search every log as its records are.
+    @Test func foreignMessagesAreReportedAndSkippedNeverHidingALog() throws {
+        let nats = try NATSServers()
+        let a = try log("a", events: 300), b = try log("b", events: 100)
+        for db in [a, b] { #expect(try runEventlog(["ship", "--to", nats.urls, "--db", db]).code == 0) }
+        let aID = try logID(a), bID = try logID(b)
+        try nats.publish(Array("hello".utf8), on: "eventlog." + aID)
+        try nats.publish(Array("not a record".utf8), on: "eventlog." + aID, messageID: "\(aID):301")
+        try nats.publish(Array("not a record".utf8), on: "eventlog." + bID, messageID: "\(bID):7000")
+        try nats.publish(Array("stray".utf8), on: "eventlog.nolog")
+        let expected = [
+            "warning: log \(aID), stream seq 401: not one of its records (no message id); skipped",
+            "warning: log \(aID), stream seq 402: not one of its records (record 301 is corrupt: ",
+            "warning: log \(bID), stream seq 403: not one of its records (record 7000 is corrupt: ",
+        ]
+        let listed = try runEventlog(["fleet", "list", "--json", "--from", nats.urls])
+        #expect(listed.code == 0, "\(listed.err)")
+        let logs = try #require(try StateValue(json: listed.out)["logs"]?.arrayValue)
+        #expect(logs.map { $0["logId"]?.stringValue ?? "" }.sorted() == [aID, bID].sorted())
+        #expect(logs.first { $0["logId"]?.stringValue == aID }?["events"] == 300 && logs.first { $0["logId"]?.stringValue == aID }?["lastSeq"] == 300)
+        #expect(logs.first { $0["logId"]?.stringValue == bID }?["events"] == 100)
+        for line in expected + ["warning: subject eventlog.nolog, which names no log, stream seq 404: 1 message on it, not a log's records; skipped"] {
+            #expect(listed.err.contains(line), "\(line) in \(listed.err)")
+        }
+        let found = try runEventlog(["fleet", "bisect", "--from", nats.urls, "--where", "a >= 150 || b >= 150"])
+        #expect(found.code == 0, "\(found.err)")
+        #expect(found.out.contains("1 of 2 logs reached a >= 150 || b >= 150; earliest \(aID) at "), "\(found.out)")
+        #expect(found.out.contains("\(aID)  first bad event 151 of 300"), "\(found.out)")
+        for line in expected { #expect(found.err.contains(line), "\(line) in \(found.err)") }
+        // Only bisect's copy skips: a pull of one log refuses what is not its record.
+        #expect(try runEventlog(["pull", "--from", nats.urls, "--log", aID, "--db", dir.file("strict")]).code == 1)
+    }
+
+    /// fleet bisect that finds nothing warns of a path no log's state holds, as bisect
+    /// --where does of a path no state of its log holds, with the same words and suggestion;
+    /// a path some log holds is no typo, and a search that found the state warns of nothing.
+    @Test func fleetBisectWarnsOfAPathNoLogHoldsAndSaysWhichWasMeant() throws {
+        let nats = try NATSServers()
+        let a = try log("a", events: 30), b = try log("b", events: 10)
+        for db in [a, b] { #expect(try runEventlog(["ship", "--to", nats.urls, "--db", db]).code == 0) }
+        let typo = try runEventlog(["fleet", "bisect", "--from", nats.urls, "--where", "A >= 15"])
+        #expect(typo.code == 1)
+        #expect(typo.err.hasSuffix("warning: no state of the 2 logs searched holds A, which reads as null; did you mean a?\n"), "\(typo.err)")
+        let single = try runEventlog(["bisect", "--where", "A >= 15", "--db", a])
+        #expect(single.err.hasSuffix(" holds A, which reads as null; did you mean a?\n"), "\(single.err)")
+        let held = try runEventlog(["fleet", "bisect", "--from", nats.urls, "--where", "a >= 100 || b >= 100"])
+        #expect(held.code == 1)
+        #expect(!held.err.contains("warning"), "\(held.err)")
+        let reached = try runEventlog(["fleet", "bisect", "--from", nats.urls, "--where", "a >= 15 || A >= 1"])
+        #expect(reached.code == 0)
+        #expect(!reached.err.contains("warning"), "\(reached.err)")
+    }
+
+    /// Two copies of one database that went their own ways (the same log id, 3,000 events in
+    /// common, then 3 of their own), shipped at the same time: exactly one ships, the other
+    /// exits 1 naming the fork, and the stream holds the one that shipped, byte for byte.
+    @Test func twoCopiesOfALogShippedAtOnceOneShipsTheOtherIsRefusedAsAFork() throws {
+        let nats = try NATSServers()
+        let first = try log("fork-a", events: 3_000)
+        let second = dir.file("fork-b")
+        try FileManager.default.copyItem(atPath: first, toPath: second)
+        #expect(try runEventlog(["import", "-", "--db", first], stdin: counterEvents(key: "fork-a", count: 3, start: 3_000)).code == 0)
+        #expect(try runEventlog(["import", "-", "--db", second], stdin: counterEvents(key: "fork-b", count: 3)).code == 0)
+        let id = try logID(first)
+        #expect(try logID(second) == id)
+        let shippers = try [first, second].map { db in
+            let process = try spawnEventlog(["ship", "--to", nats.urls, "--db", db])
+            let err = Pipe()
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = err
+            try process.run()
+            return (process, err)
+        }
+        let outcomes = shippers.map { process, err in
+            let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return (code: process.terminationStatus, err: text)
+        }
+        #expect(outcomes.map(\.code).sorted() == [0, 1], "\(outcomes)")
+        let refused = try #require(outcomes.first { $0.code == 1 })
+        #expect(refused.err.contains("(a fork)") && refused.err.split(separator: "\n").count == 1, "\(refused.err)")
+        try expectPulledCopyEquals(outcomes[0].code == 0 ? first : second, id: id, from: nats.urls)
+    }
+
     @Test func badFleetInputIsAUsageError() throws {
         let db = try log("usage", events: 1)
         for arguments in [["ship", "--db", db], ["ship", "--to", "http://x:1", "--db", db], ["ship", "--to", "nats://h:99999", "--db", db],

@@ -71,6 +71,43 @@ public final class NATSServers: @unchecked Sendable {
         return nil
     }
 
+    /// Publishes `data` on `subject` through node 0 as any NATS client may (core NATS, no
+    /// JetStream expectations), with header `Nats-Msg-Id` when `messageID` is given, and
+    /// returns once the server has processed it (a PING answered after it). A stream whose
+    /// subjects match stores it: how a test puts someone else's message on a log's subject.
+    public func publish(_ data: [UInt8], on subject: String, messageID: String? = nil) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw LoopbackServerError(message: "no socket") }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(nodes[0].port).bigEndian
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        guard connected else { throw LoopbackServerError(message: "cannot reach nats-server on port \(nodes[0].port)") }
+        var request = Array("CONNECT {\"verbose\":false,\"headers\":true}\r\n".utf8)
+        if let messageID {
+            let headers = Array("NATS/1.0\r\nNats-Msg-Id: \(messageID)\r\n\r\n".utf8)
+            request += Array("HPUB \(subject) \(headers.count) \(headers.count + data.count)\r\n".utf8) + headers
+        } else {
+            request += Array("PUB \(subject) \(data.count)\r\n".utf8)
+        }
+        request += data + Array("\r\nPING\r\n".utf8)
+        guard write(fd, request, request.count) == request.count else { throw LoopbackServerError(message: "cannot publish to nats-server") }
+        var answer = ""
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while !answer.contains("PONG") {
+            let count = read(fd, &buffer, buffer.count)
+            guard count > 0 else { throw LoopbackServerError(message: "nats-server did not answer the publish: \(answer)") }
+            answer += String(decoding: buffer[..<count], as: UTF8.self)
+            if answer.contains("-ERR") { throw LoopbackServerError(message: "nats-server refused the publish: \(answer)") }
+        }
+    }
+
     private func start(_ index: Int) throws {
         let node = nodes[index]
         let process = Process()

@@ -173,6 +173,27 @@ enum AnalysisCommands {
     /// null everywhere and answers a question nobody asked: say so on stderr, with the
     /// nearest path the newest state holds.
     static func warnOfAbsentPaths(_ predicate: StatePredicate, store: EventStore, from: UInt64, to: UInt64, context: CommandContext) throws(CLIError) {
+        for absent in try absentPaths(predicate, store: store, from: from, to: to) {
+            context.console.error(absent.warning(where: "in \(from)-\(to)"))
+        }
+    }
+
+    /// A path of a predicate that no state searched holds, and the nearest one the newest
+    /// state holds, if any is near.
+    struct AbsentPath: Sendable {
+        var path: StatePath
+        var suggestion: StatePath?
+
+        /// The warning line, `where` saying which states were searched ("in 1-300").
+        func warning(where states: String) -> String {
+            "warning: no state \(states) holds \(path), which reads as null\(suggestion.map { "; did you mean \($0)?" } ?? "")\n"
+        }
+    }
+
+    /// The paths of `predicate` that no state in `from`-`to` of `store` holds, in the
+    /// predicate's order.
+    static func absentPaths(_ predicate: StatePredicate, store: EventStore, from: UInt64, to: UInt64) throws(CLIError) -> [AbsentPath] {
+        var absent: [AbsentPath] = []
         for path in predicate.paths {
             let everPresent = try attempt { () throws -> Bool in
                 var found = false
@@ -184,9 +205,9 @@ enum AnalysisCommands {
             }
             guard !everPresent else { continue }
             let newest = try attempt { try store.snapshot(after: to) }
-            let suggestion = PathSuggestion.nearest(to: path, in: newest).map { "; did you mean \($0)?" } ?? ""
-            context.console.error("warning: no state in \(from)-\(to) holds \(path), which reads as null\(suggestion)\n")
+            absent.append(AbsentPath(path: path, suggestion: PathSuggestion.nearest(to: path, in: newest)))
         }
+        return absent
     }
 
     /// What bisect found, with the extras of its mode.
