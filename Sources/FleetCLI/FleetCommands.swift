@@ -214,17 +214,16 @@ enum FleetCommands {
     }
 
     /// The paths absent from each log's states, gathered from the threads of a fleet bisect.
-    private final class AbsentPaths: @unchecked Sendable {
-        private let lock = NSLock()
-        private var found: [[AnalysisCommands.AbsentPath]] = []
+    private final class AbsentPaths: Sendable {
+        private let found = Locked<[[AnalysisCommands.AbsentPath]]>([])
 
         /// One log's absent paths.
-        func add(_ paths: [AnalysisCommands.AbsentPath]) { lock.withLock { found.append(paths) } }
+        func add(_ paths: [AnalysisCommands.AbsentPath]) { found.withLock { $0.append(paths) } }
 
         /// The paths absent from every one of `count` logs, in the predicate's order, with the
         /// first log's suggestion that has one; none unless `count` logs were added.
         func inEvery(_ count: Int) -> [AnalysisCommands.AbsentPath] {
-            lock.withLock {
+            found.withLock { found in
                 guard count > 0, found.count == count else { return [] }
                 return found[0].compactMap { first in
                     let all = found.compactMap { $0.first { $0.path == first.path } }

@@ -207,12 +207,11 @@ func heldMessages(_ js: JetStream, _ stream: String = "EVENTLOG", of store: Even
 }
 
 /// Notices told from any thread, in the order told.
-final class Notices: @unchecked Sendable {
-    private let lock = NSLock()
-    private var told: [StreamNotice] = []
+final class Notices: Sendable {
+    private let told = Locked<[StreamNotice]>([])
 
-    func add(_ notice: StreamNotice) { lock.withLock { told.append(notice) } }
+    func add(_ notice: StreamNotice) { told.withLock { $0.append(notice) } }
 
     /// The notices told since the last call.
-    func take() -> [StreamNotice] { lock.withLock { defer { told = [] }; return told } }
+    func take() -> [StreamNotice] { told.withLock { told in defer { told = [] }; return told } }
 }

@@ -2,7 +2,7 @@ import EventLog
 import Foundation
 
 /// `replay` and `bisect`: which event first made the state wrong, which property, and why.
-enum AnalysisCommands {
+package enum AnalysisCommands {
     static func all(for app: EventLogApp) -> [CommandSpec] { [replay(app), bisect(app)] }
 
     /// Today's code for the app, or the faulty variant `--regression` names.
@@ -180,19 +180,24 @@ enum AnalysisCommands {
 
     /// A path of a predicate that no state searched holds, and the nearest one the newest
     /// state holds, if any is near.
-    struct AbsentPath: Sendable {
-        var path: StatePath
-        var suggestion: StatePath?
+    package struct AbsentPath: Sendable {
+        package var path: StatePath
+        package var suggestion: StatePath?
+
+        package init(path: StatePath, suggestion: StatePath?) {
+            self.path = path
+            self.suggestion = suggestion
+        }
 
         /// The warning line, `where` saying which states were searched ("in 1-300").
-        func warning(where states: String) -> String {
+        package func warning(where states: String) -> String {
             "warning: no state \(states) holds \(path), which reads as null\(suggestion.map { "; did you mean \($0)?" } ?? "")\n"
         }
     }
 
     /// The paths of `predicate` that no state in `from`-`to` of `store` holds, in the
     /// predicate's order.
-    static func absentPaths(_ predicate: StatePredicate, store: EventStore, from: UInt64, to: UInt64) throws(CLIError) -> [AbsentPath] {
+    package static func absentPaths(_ predicate: StatePredicate, store: EventStore, from: UInt64, to: UInt64) throws(CLIError) -> [AbsentPath] {
         var absent: [AbsentPath] = []
         for path in predicate.paths {
             let everPresent = try attempt { () throws -> Bool in
