@@ -73,6 +73,9 @@ public enum EventLogCLI {
                 return ExitCode.ok.rawValue
             case .run(let command, let parsed):
                 spec = command
+                for (former, name) in parsed.formerNamesUsed {
+                    console.error("warning: --\(former) is now --\(name) for '\(command.name)'; the old name goes in the next release\n")
+                }
                 let context = CommandContext(arguments: parsed, environment: environment, console: console, app: app)
                 // A writing command that fails leaves no database it created behind.
                 let created = command.writes ? NewDatabase(at: context.databasePath) : nil

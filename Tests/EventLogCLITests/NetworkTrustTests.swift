@@ -90,9 +90,9 @@ struct NetworkTrustTests {
         #expect(download.code == 1)
         #expect(download.err.contains("not done within 2 s in all"), "\(download.err)")
         #expect(partialDirectories().isEmpty)
-        // A lookup's deadline is its timeout unless given.
+        // A lookup's deadline is its timeout unless given: the trickle, never silent for long, ends.
         let lookup = eventlog(["update-check", "--db", db, "--lookup", server.url.absoluteString + "/trickle", "--installed", "1.0",
-                               "--timeout", "2", "--json"])
-        #expect(try StateValue(json: lookup.out)["lookupFailure"]?.stringValue?.contains("not done within 2 s in all") == true, "\(lookup.out)")
+                               "--timeout", "4", "--json"])
+        #expect(try StateValue(json: lookup.out)["lookupFailure"]?.stringValue?.contains("timed out") == true, "\(lookup.out)")
     }
 }

@@ -7,7 +7,7 @@ package enum AnalysisCommands {
 
     /// Today's code for the app, or the faulty variant `--regression` names.
     static func projections(_ arguments: ParsedArguments, _ context: CommandContext) throws(CLIError) -> Projections {
-        let variant = arguments.value("regression")
+        let variant = context.app.variants.isEmpty ? nil : arguments.value("regression")
         if let variant, !context.app.variants.contains(where: { $0.name == variant }) {
             throw CLIError.usage("unknown regression \"\(variant)\" (expected \(context.app.variants.map(\.name).joined(separator: ", ")))")
         }

@@ -36,12 +36,17 @@ public struct CommandSpec: Sendable {
         public var value: String?
         /// One line for the help's OPTIONS section.
         public var help: String
+        /// Names it was given before, still accepted for one release with a one-line note on
+        /// stderr saying to use `name`.
+        public var formerNames: [String]
 
-        /// An option that takes a value shown as `value`, or a flag when `value` is `nil`.
-        public init(name: String, value: String?, help: String) {
+        /// An option that takes a value shown as `value`, or a flag when `value` is `nil`;
+        /// `formerNames` are the spellings it replaces.
+        public init(name: String, value: String?, help: String, formerNames: [String] = []) {
             self.name = name
             self.value = value
             self.help = help
+            self.formerNames = formerNames
         }
 
         /// `--regression NAME`: one of an app's deliberately faulty variants, listed with their summaries.
@@ -57,7 +62,8 @@ public struct CommandSpec: Sendable {
     /// cannot be opened or written is unavailable).
     public typealias Run = @Sendable (_ arguments: ParsedArguments, _ context: CommandContext) throws -> ExitCode
 
-    /// The word that selects the command, such as `log`.
+    /// The word that selects the command, such as `log`; after parsing, a subcommand's name
+    /// is its whole path, such as `deploy check`.
     public var name: String
     /// One line, shown in the overview and at the top of the command's help.
     public var summary: String
@@ -70,6 +76,9 @@ public struct CommandSpec: Sendable {
     /// Whether the command opens the database for writing (creating it when missing). A writing
     /// command that fails removes a database it created, if it is still empty.
     public var writes: Bool
+    /// The commands under this one, such as `deploy check`: each is parsed, helped and run as
+    /// a command of its own (`eventlog help deploy check` is `eventlog deploy check --help`).
+    public var subcommands: [CommandSpec]
     /// Runs the command.
     public var run: Run
 
@@ -83,7 +92,16 @@ public struct CommandSpec: Sendable {
         self.arguments = arguments
         self.options = options
         self.writes = writes
+        subcommands = []
         self.run = run
+    }
+
+    /// A group of subcommands, such as `deploy`: given alone, it is a usage error that lists them.
+    public init(name: String, summary: String, discussion: String? = nil, subcommands: [CommandSpec]) {
+        self.init(name: name, summary: summary, discussion: discussion) { _, _ in
+            throw CLIError.usage("\(name) needs a subcommand: \(subcommands.map(\.name).joined(separator: ", "))")
+        }
+        self.subcommands = subcommands
     }
 
     /// Options every command accepts.
@@ -97,6 +115,7 @@ public struct CommandSpec: Sendable {
 
     /// The usage line, such as `eventlog show SEQ [--db PATH] [--json]`.
     func usage(program: String) -> String {
+        if !subcommands.isEmpty { return "\(program) \(name) <subcommand> [arguments] [--db PATH] [--json]" }
         var parts = [program, name]
         for argument in arguments { parts.append(argument.isOptional ? "[\(argument.name)]" : argument.name) }
         for option in allOptions where option.name != "help" {
@@ -135,16 +154,28 @@ public struct ParsedArguments: Sendable {
     public internal(set) var positionals: [String] = []
     var values: [String: String] = [:]
     var flags: Set<String> = []
+    /// The options the command declares (`nil`: any, for arguments made by hand).
+    var declared: Set<String>?
+    /// Former spellings given, with the names that replace them.
+    var formerNamesUsed: [(former: String, name: String)] = []
 
-    /// Whether the flag `--name` was given.
-    public func flag(_ name: String) -> Bool { flags.contains(name) }
-    /// The value of `--name VALUE`, or `nil` when the option was not given.
-    public func value(_ name: String) -> String? { values[name] }
+    /// Whether the flag `--name` was given. Asking for an option the command does not declare
+    /// is a programmer's error: it traps, so that a misspelt name fails the first test that
+    /// runs it instead of reading as never given.
+    public func flag(_ name: String) -> Bool { checkDeclared(name); return flags.contains(name) }
+    /// The value of `--name VALUE`, or `nil` when the option was not given. Asking for an
+    /// option the command does not declare traps, as ``flag(_:)`` does.
+    public func value(_ name: String) -> String? { checkDeclared(name); return values[name] }
+
+    private func checkDeclared(_ name: String) {
+        precondition(declared?.contains(name) ?? true, "the command reads --\(name), which it does not declare")
+    }
 
     /// The option's value as a whole number (a seq, a seed), or `nil` when the option was not given.
     /// - Throws: a usage ``CLIError`` when the value is not a whole number.
     public func seq(_ name: String) throws(CLIError) -> UInt64? {
-        try values[name].map { (text) throws(CLIError) in try Self.seq(text, what: "--\(name)") }
+        checkDeclared(name)
+        return try values[name].map { (text) throws(CLIError) in try Self.seq(text, what: "--\(name)") }
     }
 
     /// The positional at `index` as a sequence number.
@@ -163,6 +194,7 @@ public struct ParsedArguments: Sendable {
     /// The option's value as a positive count, or `nil` when the option was not given.
     /// - Throws: a usage ``CLIError`` when the value is not a whole number above 0.
     public func count(_ name: String) throws(CLIError) -> Int? {
+        checkDeclared(name)
         guard let text = values[name] else { return nil }
         guard let value = Int(text), value > 0 else { throw CLIError.usage("--\(name) must be a positive whole number, not \"\(text)\"") }
         return value
@@ -172,6 +204,7 @@ public struct ParsedArguments: Sendable {
     /// the option was not given.
     /// - Throws: a usage ``CLIError`` for any other value.
     public func seconds(_ name: String) throws(CLIError) -> Double? {
+        checkDeclared(name)
         guard let text = values[name] else { return nil }
         guard let seconds = Double(text), seconds > 0, seconds <= 3_600 else {
             throw CLIError.usage("--\(name) must be a number of seconds above 0 and at most 3600, not \"\(text)\"")

@@ -26,23 +26,43 @@ struct Parser {
         }
         if first == "help" {
             guard arguments.count > 1, arguments[1] != "help" else { return .help(nil) }
-            guard arguments.count == 2 else { throw CLIError.usage("help takes one command, not \(arguments.count - 1) words") }
-            guard let spec = command(named: arguments[1]) else { throw unknownCommand(arguments[1]) }
+            guard let top = command(named: arguments[1]) else { throw unknownCommand(arguments[1]) }
+            let (spec, rest) = try descend(from: top, through: arguments.dropFirst(2))
+            guard rest.isEmpty else { throw CLIError.usage("help takes one command, not \(arguments.count - 1) words") }
             return .help(spec)
         }
-        guard let spec = command(named: first) else {
+        guard let top = command(named: first) else {
             if first.hasPrefix("-") { throw CLIError.usage("expected a command before \(first)") }
             throw unknownCommand(first)
         }
-        let rest = Array(arguments.dropFirst())
+        let (spec, rest) = try descend(from: top, through: arguments.dropFirst())
         if rest.prefix(while: { $0 != "--" }).contains(where: { $0 == "-h" || $0 == "--help" }) { return .help(spec) }
         do {
-            return .run(spec, try parse(rest, for: spec))
+            return .run(spec, try parse(Array(rest), for: spec))
         } catch {
             var error = error
             error.usageLine = spec.usage(program: program)
             throw error
         }
+    }
+
+    /// The subcommand the words after `spec` name (`deploy` `check` …), named by its whole
+    /// path, and the words after it.
+    private func descend(from spec: CommandSpec, through words: ArraySlice<String>) throws(CLIError) -> (CommandSpec, ArraySlice<String>) {
+        var spec = spec
+        var words = words
+        while !spec.subcommands.isEmpty, let word = words.first, !word.hasPrefix("-") {
+            guard var subcommand = spec.subcommands.first(where: { $0.name == word }) else {
+                var error = CLIError.usage("unknown subcommand '\(word)' for '\(spec.name)'; the subcommands are: "
+                                           + spec.subcommands.map(\.name).joined(separator: ", "))
+                error.usageLine = spec.usage(program: program)
+                throw error
+            }
+            subcommand.name = spec.name + " " + subcommand.name
+            spec = subcommand
+            words = words.dropFirst()
+        }
+        return (spec, words)
     }
 
     private func unknownCommand(_ name: String) -> CLIError {
@@ -51,6 +71,7 @@ struct Parser {
 
     func parse(_ arguments: [String], for spec: CommandSpec) throws(CLIError) -> ParsedArguments {
         var parsed = ParsedArguments()
+        parsed.declared = Set(spec.allOptions.map(\.name))
         var index = 0
         var optionsEnded = false
         while index < arguments.count {
@@ -68,9 +89,11 @@ struct Parser {
                 inlineValue = String(name[name.index(after: equals)...])
                 name = String(name[..<equals])
             }
-            guard let option = spec.allOptions.first(where: { $0.name == name }) else {
+            guard let option = spec.allOptions.first(where: { $0.name == name || $0.formerNames.contains(name) }) else {
                 throw CLIError.usage("unknown option '--\(name)' for '\(spec.name)'")
             }
+            if option.name != name { parsed.formerNamesUsed.append((former: name, name: option.name)) }
+            name = option.name
             guard !parsed.flags.contains(name), parsed.values[name] == nil else { throw CLIError.usage("--\(name) is given twice") }
             if option.value == nil {
                 guard inlineValue == nil else { throw CLIError.usage("--\(name) takes no value") }
@@ -131,6 +154,12 @@ enum Help {
         var text = "OVERVIEW: \(spec.summary)\n"
         if let discussion = spec.discussion { text += "\n\(discussion)\n" }
         text += "\nUSAGE: \(spec.usage(program: program))\n"
+        if !spec.subcommands.isEmpty {
+            text += "\nSUBCOMMANDS:\n" + table(spec.subcommands.map { ($0.name, $0.summary) })
+            text += "\nSee '\(program) help \(spec.name) <subcommand>' (or '\(program) \(spec.name) <subcommand> --help') for each.\n"
+            text += "\n\(ExitCode.help)\n"
+            return text
+        }
         if !spec.arguments.isEmpty {
             text += "\nARGUMENTS:\n" + table(spec.arguments.map { ($0.name, $0.help) })
         }
