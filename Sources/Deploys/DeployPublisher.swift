@@ -35,13 +35,13 @@ public struct DeployPublisher: Sendable {
     ///     asset key, and its extension gives its content type. Paths with a part that begins
     ///     with `.` (`.git/`, `.DS_Store`) are left out, as static hosts leave them out.
     ///   - launchAsset: The key of the page the web view loads.
-    ///   - id: The update's id, new for this runtime version: a published update never changes.
+    ///   - id: The update's id, new to the server directory (under any runtime version): a published update never changes.
     ///   - createdAt: The manifest's `createdAt`.
     /// - Throws: `DeployError.usage` for a bundle that is not a directory, lacks its launch
     ///   asset, or holds a symbolic link, another non-regular file or a path that cannot be an
     ///   asset key; for a bad runtime version (see `DeployTarget`); for an id that
     ///   `AppDirectory.isSafeUpdateID` refuses, that is `rollBackToEmbedded` (the server's
-    ///   word for a roll-back) or that is already published for `runtimeVersion`; for a
+    ///   word for a roll-back) or that is already published, for any runtime version; for a
     ///   server directory inside the bundle. `.refused` when an asset's name (or its type
     ///   file) is taken by other bytes; `.filesystem` when a file or directory cannot be read
     ///   or written; `.cancelled` when `isCancelled` said so.
@@ -62,8 +62,10 @@ public struct DeployPublisher: Sendable {
                 throw .usage("\(serverDirectory) is inside the bundle \(bundle): its files would be published")
             }
             // A published update never changes: clients that have it would never see the change.
-            guard !FileManager.default.fileExists(atPath: runtime + "/" + id + ".json") else {
-                throw .usage("update \(id) is already published for runtime version \(runtimeVersion); publish under a new id")
+            // Nor does its id name another runtime's update: an app directory keeps an update by
+            // its id alone, so a client moved to the new runtime would take the old bundle for it.
+            if let published = try Self.runtimeVersion(publishing: id, in: serverDirectory + "/updates") {
+                throw .usage("update \(id) is already published for runtime version \(published); publish under a new id")
             }
             for directory in [serverDirectory + "/assets", serverDirectory + "/updates", runtime] {
                 try created.makeDirectoryIfMissing(directory)
@@ -95,6 +97,19 @@ public struct DeployPublisher: Sendable {
             }
             lock?.release()
             throw error
+        }
+    }
+
+    /// The runtime version update `id` is already published for (its manifest there), or `nil`.
+    private static func runtimeVersion(publishing id: String, in updates: String) throws(DeployError) -> String? {
+        guard FileManager.default.fileExists(atPath: updates) else { return nil }
+        let runtimes: [String]
+        do { runtimes = try FileManager.default.contentsOfDirectory(atPath: updates) } catch {
+            throw .filesystem("cannot read \(updates): \((error as NSError).localizedFailureReason ?? error.localizedDescription)")
+        }
+        return runtimes.sorted().first { runtime in
+            var info = stat()
+            return lstat(updates + "/" + runtime + "/" + id + ".json", &info) == 0
         }
     }
 

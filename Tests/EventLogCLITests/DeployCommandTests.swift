@@ -151,4 +151,58 @@ struct DeployCommandTests {
         #expect(eventlog(["replay", "--verify", "--db", db]).code == 0)
         #expect(eventlog(["verify", "--db", db]).code == 0)
     }
+
+    /// SIGKILL at random moments of a rollback (a launch that finds v2 unconfirmed) and of a
+    /// confirmation, with the built binary: after each kill the next command completes, the
+    /// log and the app directory agree, and a rolled-back update is never installed again.
+    @Test(arguments: ["deliver", "confirm"])
+    func killedAtRandomMomentsTheLogAndTheDirectoryAgree(_ action: String) throws {
+        let v1 = eventlog(["deploy", "publish", try bundle("v1", "one"), "--to", server, "--runtime-version", "1.0", "--id", "v1"])
+        let v2 = eventlog(["deploy", "publish", try bundle("v2", "two"), "--to", server, "--runtime-version", "1.0", "--id", "v2"])
+        #expect(v1.code == 0 && v2.code == 0)
+        let current = server + "/updates/1.0/current"
+        var longest = 0.0
+        for round in 0..<16 {
+            let db = dir.file("round-\(round).lmdb"), app = dir.file("round-\(round)-app")
+            func run(_ action: String) -> Outcome {
+                eventlog(["deploy", action, "--db", db, "--server", server, "--app-dir", app, "--runtime-version", "1.0", "--json"])
+            }
+            try Data("v1\n".utf8).write(to: URL(fileURLWithPath: current))
+            #expect(run("deliver").code == 0 && run("confirm").code == 0)
+            try Data("v2\n".utf8).write(to: URL(fileURLWithPath: current))
+            #expect(run("deliver").code == 0)
+            // The first round runs to the end, to learn how long the command takes.
+            let process = try spawnEventlog(["deploy", action, "--db", db, "--server", server, "--app-dir", app, "--runtime-version", "1.0"])
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            let started = Date()
+            try process.run()
+            if round > 0 {
+                usleep(UInt32.random(in: 0...UInt32(longest * 1_000_000)))
+                kill(process.processIdentifier, SIGKILL)
+            }
+            process.waitUntilExit()
+            if round == 0 { longest = Date().timeIntervalSince(started) }
+            // The next command completes, and leaves the log and the directory agreeing.
+            let status = run("status")
+            #expect(status.code == 0, "round \(round): \(status.err)")
+            let json = try StateValue(json: status.out)
+            #expect(json["deploy.workingUpdate"] ?? .null == json["appDirectory.working"], "round \(round): \(status.out)")
+            #expect(json["deploy.pendingUpdate"] ?? .null == json["appDirectory.pending"], "round \(round): \(status.out)")
+            switch action {
+            case "deliver":
+                let next = run("deliver")
+                #expect(next.code == 0, "round \(round): \(next.err)")
+                #expect(try String(contentsOfFile: app + "/working/index.html", encoding: .utf8) == "one", "round \(round): v2 was installed again")
+                #expect(try StateValue(json: next.out)["deploy.rejectedUpdates.v2"] != nil, "round \(round)")
+            default:
+                let next = run("confirm")
+                #expect(next.code == 0 || next.err.hasPrefix("Error: no install is pending confirmation"), "round \(round): \(next.err)")
+                let after = try StateValue(json: run("status").out)
+                #expect(after["deploy.phase"] == "confirmed" && after["appDirectory.pending"] == .null, "round \(round): \(after)")
+                #expect(after["appDirectory.working"] == "v2")
+            }
+            #expect(eventlog(["replay", "--verify", "--db", db]).code == 0)
+        }
+    }
 }
