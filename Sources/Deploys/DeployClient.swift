@@ -375,14 +375,17 @@ public final class DeployClient {
     }
 
     /// The app enters the foreground: the foreground behaviour runs once
-    /// `foregroundCheckInterval` has passed since the last check.
+    /// `foregroundCheckInterval` has passed since the last check, or when the last check is
+    /// recorded in the future (the clock was moved back).
     /// - Throws: The errors of `recover()`, `check()`, `download()`, `install()` and
     ///   `reload()`, as the foreground behaviour calls them; the errors of
     ///   `EventStore.currentState` when the last check cannot be read.
     public func enterForeground() throws {
         try recover()
+        // A last check in the future (a clock moved back) is stale, or no check would come again.
         if let last = try state("lastCheck")?.stringValue.flatMap(Timestamp.init(rfc3339:)),
-           store.clock.now().microsecondsSince1970 - last.microsecondsSince1970 < foregroundCheckInterval { return }
+           case let elapsed = store.clock.now().microsecondsSince1970 - last.microsecondsSince1970,
+           elapsed >= 0, elapsed < foregroundCheckInterval { return }
         try run(foregroundBehavior)
         if foregroundBehavior == .reloadNewDeploy, try directory.pending() != nil { try reload() }
     }
