@@ -253,7 +253,9 @@ struct DeployRefusalTests {
 
     @Test func badManifestsAreCheckFailures() throws {
         for (body, reason) in [("{", "not JSON"), ("[]", "not an object"), (#"{"id":"x"}"#, "no string \"createdAt\""),
-                               (#"{"id":"x","createdAt":"t","runtimeVersion":"1.0","launchAsset":7,"assets":[]}"#, "launchAsset is not an object")] {
+                               (#"{"id":"x","createdAt":"t","runtimeVersion":"1.0","launchAsset":7,"assets":[]}"#, "launchAsset is not an object"),
+                               (#"{"id":"x","createdAt":"t","runtimeVersion":"1.0","launchAsset":{"key":"index.html","hash":"h","contentType":"text/html","url":"/assets/a"},"assets":{"0":{"key":"a.js"}}}"#,
+                                #"the manifest's "assets" is a JSON object, not an array"#)] {
             let harness = try DeployHarness()
             try FileManager.default.createDirectory(atPath: harness.serverDirectory + "/updates/1.0", withIntermediateDirectories: true)
             try Data(body.utf8).write(to: URL(fileURLWithPath: harness.serverDirectory + "/updates/1.0/x.json"))
