@@ -149,7 +149,7 @@ public final class DeployClient {
         guard AppDirectory.isSafeUpdateID(manifest.id) else { return "the update id \"\(manifest.id)\" cannot name a directory" }
         var keys = Set<String>()
         for asset in manifest.allAssets {
-            guard AppDirectory.isSafeKey(asset.key) else { return "asset key \"\(asset.key)\" escapes the update's directory" }
+            if let problem = AppDirectory.keyProblem(asset.key) { return "asset key \"\(asset.key)\" \(problem)" }
             guard keys.insert(asset.key).inserted else { return "asset key \"\(asset.key)\" appears twice" }
             guard asset.hash != nil else { return "asset \(asset.key) has no hash to check it against" }
         }

@@ -137,19 +137,19 @@ public struct DeployPublisher: Sendable {
         var files: [String] = []
         var directories = [""]
         while let directory = directories.popLast() {
-            let names: [String]
-            do { names = try FileManager.default.contentsOfDirectory(atPath: bundle + "/" + directory) } catch {
-                throw .filesystem("cannot read \(bundle)/\(directory): \((error as NSError).localizedFailureReason ?? error.localizedDescription)")
-            }
-            for name in names where !name.hasPrefix(".") {
-                let relative = directory.isEmpty ? name : directory + "/" + name
+            for bytes in try Files.names(in: bundle + "/" + directory).sorted(by: { $0.lexicographicallyPrecedes($1) }) where bytes.first != 0x2E {
+                let within = directory.isEmpty ? "" : directory + "/"
+                guard let name = String(validating: bytes, as: UTF8.self) else {
+                    throw .usage("\(bundle)/\(within)\(Files.escaped(name: bytes)): the file name is not UTF-8, which an asset key must be")
+                }
+                let relative = within + name
                 var info = stat()
                 guard lstat(bundle + "/" + relative, &info) == 0 else {
                     throw .filesystem("cannot read \(bundle)/\(relative): \(String(cString: strerror(errno)))")
                 }
                 switch info.st_mode & S_IFMT {
                 case S_IFREG:
-                    guard AppDirectory.isSafeKey(relative) else { throw .usage("\(bundle)/\(relative): the path cannot be an asset key") }
+                    if let problem = AppDirectory.keyProblem(relative) { throw .usage("\(bundle)/\(relative): the path cannot be an asset key: it \(problem)") }
                     files.append(relative)
                 case S_IFDIR: directories.append(relative)
                 case S_IFLNK: throw .usage("\(bundle)/\(relative) is a symbolic link; a bundle holds regular files only")

@@ -56,6 +56,21 @@ struct DeployRefusalTests {
         }
     }
 
+    /// A key that is only too long is refused for being too long, not for escaping.
+    @Test("asset keys that are too long say so", arguments: [
+        (String(repeating: "a", count: 256), "has a part of 256 bytes; a file name is at most 255"),
+        (Array(repeating: String(repeating: "b", count: 99), count: 11).joined(separator: "/"), "is 1099 bytes long; an asset key is at most 1,024"),
+        ("a\u{7}b.js", "holds a control character"),
+    ])
+    func longKeys(_ key: String, _ reason: String) throws {
+        try Self.expectRefused("checkFailed", reason: "asset key \"\(key)\" \(reason)") { harness in
+            let manifest = try harness.publish(["index.html": "two", "x.js": "x"], id: "u2")
+            var json = manifest.json
+            try json.set(.string(key), at: "assets[0].key")
+            try Data(json.json().utf8).write(to: URL(fileURLWithPath: harness.serverDirectory + "/updates/1.0/u2.json"))
+        }
+    }
+
     /// Publishing never takes an asset file already in the server directory on trust, nor
     /// replaces it: one that is not the bytes its name says (damaged, or a link) is refused.
     @Test func publishRefusesAnAssetFileThatIsNotItsBytes() throws {

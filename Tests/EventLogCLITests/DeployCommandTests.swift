@@ -43,6 +43,20 @@ struct DeployCommandTests {
         #expect(replay.code == 0, "\(replay.out)")
     }
 
+    /// A bundle file whose name is not UTF-8 is bad input (exit 2) named by its bytes, not a
+    /// false "No such file or directory" (Foundation had repaired the name into another).
+    @Test func aFileNameThatIsNotUTF8IsNamedByItsBytes() throws {
+        let path = try bundle("odd", "one")
+        let name: [UInt8] = Array((path + "/css/").utf8) + [0x61, 0xFF, 0x2E, 0x6A, 0x73, 0]
+        let fd = name.withUnsafeBufferPointer { $0.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_WRONLY | O_CREAT | O_EXCL, 0o644) } }
+        #expect(fd >= 0)
+        close(fd)
+        let published = eventlog(["deploy", "publish", path, "--to", server, "--runtime-version", "1.0", "--id", "v1"])
+        #expect(published.code == 2)
+        #expect(published.err.hasPrefix("Error: \(path)/css/a\\xFF.js: the file name is not UTF-8, which an asset key must be\n"), "\(published.err)")
+        #expect(!FileManager.default.fileExists(atPath: server + "/updates"))
+    }
+
     @Test func refusalsExitOneAndLeaveWorkingAlone() throws {
         _ = eventlog(["deploy", "publish", try bundle("v1", "one"), "--to", server, "--runtime-version", "1.0", "--id", "v1"])
         _ = deploy("deliver")
@@ -198,7 +212,9 @@ struct DeployCommandTests {
             default:
                 let next = run("confirm")
                 #expect(next.code == 0 || next.err.hasPrefix("Error: no install is pending confirmation"), "round \(round): \(next.err)")
-                let after = try StateValue(json: run("status").out)
+                let final = run("status")
+                #expect(final.code == 0, "round \(round): \(final.err)")
+                let after = try StateValue(json: final.out)
                 #expect(after["deploy.phase"] == "confirmed" && after["appDirectory.pending"] == .null, "round \(round): \(after)")
                 #expect(after["appDirectory.working"] == "v2")
             }
