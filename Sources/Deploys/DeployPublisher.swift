@@ -28,7 +28,8 @@ public struct DeployPublisher: Sendable {
     /// Publishes every regular file under `bundle` but hidden ones (`launchAsset` is the page
     /// the web view loads) as update `id` for `runtimeVersion`, and returns its manifest. A
     /// publish that fails takes back every file and directory it added, and leaves `current`
-    /// as it was. Publishes into one server directory take turns (`SERVER_DIR/.publish-lock`):
+    /// as it was; one that was killed leaves its temporaries, which the next publish into the
+    /// directory takes back (`takeBackLeftovers`). Publishes into one server directory take turns (`SERVER_DIR/.publish-lock`):
     /// this one waits for one under way.
     /// - Parameters:
     ///   - bundle: A directory of regular files only; each file's path inside it becomes its
@@ -58,6 +59,8 @@ public struct DeployPublisher: Sendable {
         var lock: PublishLock?
         do throws(DeployError) {
             lock = try PublishLock(serverDirectory: serverDirectory, created: created, isCancelled: isCancelled)
+            // Under the lock no other publish is under way: a temporary of ours is a killed one's.
+            Self.takeBackLeftovers(in: serverDirectory + "/assets", runtime: runtime)
             if let server = canonicalPath(serverDirectory), let root = canonicalPath(bundle), server == root || server.hasPrefix(root + "/") {
                 throw .usage("\(serverDirectory) is inside the bundle \(bundle): its files would be published")
             }
@@ -97,6 +100,43 @@ public struct DeployPublisher: Sendable {
             }
             lock?.release()
             throw error
+        }
+    }
+
+    /// Removes what a killed publish left, once its names prove it the publisher's own: regular
+    /// files (never links or directories) named as only the publisher names its temporaries,
+    /// `assets/.incoming-UUID`, `assets/NAME.type.next-UUID` and, for the runtime being
+    /// published, `current.next-UUID` and `ID.json.next-UUID` (a lowercase UUID, as
+    /// `Files.uniqueSuffix` makes). Called under the publish lock, so no publish under way
+    /// owns one. Anything else, and what cannot be removed, stays.
+    static func takeBackLeftovers(in assets: String, runtime: String) {
+        func isUUID(_ text: Substring) -> Bool {
+            let utf8 = Array(text.utf8)
+            return utf8.count == 36 && utf8.enumerated().allSatisfy { index, byte in
+                [8, 13, 18, 23].contains(index) ? byte == UInt8(ascii: "-") : (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte)
+            }
+        }
+        func isLeftover(_ name: String, temporaryOf isTarget: (Substring) -> Bool) -> Bool {
+            guard let range = name.range(of: ".next-", options: .backwards) else { return false }
+            return isUUID(name[range.upperBound...]) && isTarget(name[..<range.lowerBound])
+        }
+        let rules: [(String, (String) -> Bool)] = [
+            (assets, { name in
+                (name.hasPrefix(".incoming-") && isUUID(name.dropFirst(".incoming-".count)))
+                    || isLeftover(name) { $0.hasSuffix(".type") && DeploySource.isAssetName(String($0.dropLast(".type".count))) }
+            }),
+            (runtime, { name in
+                isLeftover(name) { $0 == "current" || ($0.hasSuffix(".json") && AppDirectory.isSafeUpdateID(String($0.dropLast(".json".count)))) }
+            }),
+        ]
+        for (directory, isOurs) in rules {
+            guard let names = try? Files.names(in: directory) else { continue }
+            for bytes in names {
+                guard let name = String(validating: bytes, as: UTF8.self), isOurs(name) else { continue }
+                var info = stat()
+                let path = directory + "/" + name
+                if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG { unlink(path) }
+            }
         }
     }
 

@@ -196,6 +196,34 @@ struct DeployRefusalTests {
         #expect(try FileManager.default.subpathsOfDirectory(atPath: harness.serverDirectory).sorted() == before)
     }
 
+    /// What a killed publish left (its temporaries, by the names only the publisher gives
+    /// them, regular files only) goes with the next publish; anything else stays.
+    @Test func theNextPublishTakesBackAKilledOnesTemporaries() throws {
+        let harness = try DeployHarness(serve: false)
+        let first = try harness.publish(["index.html": "one"], id: "u1")
+        let uuid = UUID().uuidString.lowercased()
+        let asset = String(first.launchAsset.url.dropFirst("/assets/".count))
+        let ours = ["assets/.incoming-\(uuid)", "assets/\(asset).type.next-\(uuid)", "updates/1.0/current.next-\(uuid)", "updates/1.0/u1.json.next-\(uuid)"]
+        let others = ["assets/.incoming-\(uuid.uppercased())", "assets/.incoming-notauuid", "assets/notes.txt", "assets/notes.txt.next-\(uuid)",
+                      "updates/1.0/current.next-\(uuid)x", "updates/2.0/current.next-\(uuid)"]
+        for file in ours + others {
+            let path = harness.serverDirectory + "/" + file
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try Data("left".utf8).write(to: URL(fileURLWithPath: path))
+        }
+        // A link or a directory under such a name is no file the publisher made.
+        let link = harness.serverDirectory + "/assets/.incoming-" + UUID().uuidString.lowercased()
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: harness.root.file("elsewhere"))
+        let directory = harness.serverDirectory + "/assets/.incoming-" + UUID().uuidString.lowercased()
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        try harness.publish(["index.html": "two"], id: "u2")
+        for file in ours { #expect(!FileManager.default.fileExists(atPath: harness.serverDirectory + "/" + file), "\(file)") }
+        for file in others { #expect(FileManager.default.fileExists(atPath: harness.serverDirectory + "/" + file), "\(file)") }
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == harness.root.file("elsewhere"))
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) && isDirectory.boolValue)
+    }
+
     /// Hidden files and directories of a bundle (`.git/`, `.DS_Store`) are not published.
     @Test func hiddenFilesAreNotPublished() throws {
         let harness = try DeployHarness(serve: false)

@@ -57,6 +57,28 @@ struct DeployCommandTests {
         #expect(!FileManager.default.fileExists(atPath: server + "/updates"))
     }
 
+    /// A publish killed while it copies an asset leaves `assets/.incoming-UUID`; the next
+    /// publish takes it back and goes through.
+    @Test func aPublishKilledMidCopyLeavesNothingForTheNextOne() throws {
+        let path = try bundle("big", "one")
+        try Data(count: 64 << 20).write(to: URL(fileURLWithPath: path + "/big.bin"))
+        let process = try spawnEventlog(["deploy", "publish", path, "--to", server, "--runtime-version", "1.0", "--id", "v1"])
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        func incoming() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: server + "/assets")) ?? []).filter { $0.hasPrefix(".incoming-") }
+        }
+        while process.isRunning, incoming().isEmpty { usleep(1_000) }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == SIGKILL, "the publish ended before it was killed mid-copy")
+        #expect(incoming().count == 1)
+        let again = eventlog(["deploy", "publish", path, "--to", server, "--runtime-version", "1.0", "--id", "v1"])
+        #expect(again.code == 0, "\(again.err)")
+        #expect(incoming().isEmpty)
+    }
+
     @Test func refusalsExitOneAndLeaveWorkingAlone() throws {
         _ = eventlog(["deploy", "publish", try bundle("v1", "one"), "--to", server, "--runtime-version", "1.0", "--id", "v1"])
         _ = deploy("deliver")
