@@ -193,13 +193,15 @@ struct DeployCommandTests {
     /// log and the app directory agree, and a rolled-back update is never installed again.
     @Test(arguments: ["deliver", "confirm"])
     func killedAtRandomMomentsTheLogAndTheDirectoryAgree(_ action: String) throws {
-        let v1 = eventlog(["deploy", "publish", try bundle("v1", "one"), "--to", server, "--runtime-version", "1.0", "--id", "v1"])
-        let v2 = eventlog(["deploy", "publish", try bundle("v2", "two"), "--to", server, "--runtime-version", "1.0", "--id", "v2"])
+        // Names of this case's own: the cases may share one temporary directory.
+        let server = dir.file("\(action)-server")
+        let v1 = eventlog(["deploy", "publish", try bundle("\(action)-v1", "one"), "--to", server, "--runtime-version", "1.0", "--id", "v1"])
+        let v2 = eventlog(["deploy", "publish", try bundle("\(action)-v2", "two"), "--to", server, "--runtime-version", "1.0", "--id", "v2"])
         #expect(v1.code == 0 && v2.code == 0)
         let current = server + "/updates/1.0/current"
         var longest = 0.0
         for round in 0..<16 {
-            let db = dir.file("round-\(round).lmdb"), app = dir.file("round-\(round)-app")
+            let db = dir.file("\(action)-\(round).lmdb"), app = dir.file("\(action)-\(round)-app")
             func run(_ action: String) -> Outcome {
                 eventlog(["deploy", action, "--db", db, "--server", server, "--app-dir", app, "--runtime-version", "1.0", "--json"])
             }
@@ -215,7 +217,8 @@ struct DeployCommandTests {
             try process.run()
             if round > 0 {
                 usleep(UInt32.random(in: 0...UInt32(longest * 1_000_000)))
-                kill(process.processIdentifier, SIGKILL)
+                // Only a child still running: the id of one that ended may be another process's.
+                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             }
             process.waitUntilExit()
             if round == 0 { longest = Date().timeIntervalSince(started) }
