@@ -141,11 +141,24 @@ public struct AppDirectory: Sendable {
     }
 
     /// Whether `key` is a safe relative path inside a bundle: no `..`, `.` or empty
-    /// components, not absolute, no backslash or control characters, at most 1,024 bytes.
-    public static func isSafeKey(_ key: String) -> Bool {
-        guard !key.isEmpty, key.utf8.count <= 1_024, !key.hasPrefix("/"),
-              !key.unicodeScalars.contains(where: { $0.value < 0x20 || $0 == "\\" || $0.value == 0x7F }) else { return false }
-        return key.split(separator: "/", omittingEmptySubsequences: false).allSatisfy { $0 != "" && $0 != "." && $0 != ".." && $0.utf8.count <= 255 }
+    /// components, not absolute, no backslash or control characters, at most 1,024 bytes, and
+    /// no component longer than 255 bytes (a file name's limit).
+    public static func isSafeKey(_ key: String) -> Bool { keyProblem(key) == nil }
+
+    /// Why `key` cannot be a path inside a bundle, as words that follow the key ("escapes the
+    /// update's directory", "is 1,100 bytes long, …"), or `nil` when `isSafeKey` holds.
+    public static func keyProblem(_ key: String) -> String? {
+        if key.isEmpty { return "is empty" }
+        if key.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) { return "holds a control character" }
+        let parts = key.split(separator: "/", omittingEmptySubsequences: false)
+        if key.hasPrefix("/") || key.contains("\\") || parts.contains(where: { $0 == "" || $0 == "." || $0 == ".." }) {
+            return "escapes the update's directory"
+        }
+        if key.utf8.count > 1_024 { return "is \(key.utf8.count) bytes long; an asset key is at most 1,024" }
+        if let long = parts.first(where: { $0.utf8.count > 255 }) {
+            return "has a part of \(long.utf8.count) bytes; a file name is at most 255"
+        }
+        return nil
     }
 
     /// Whether `id` can name an update directory: 1 to 128 letters, digits, `-`, `_` and `.`,
@@ -207,6 +220,43 @@ enum Files {
         guard mkdir(directory, 0o755) == 0 || errno == EEXIST else {
             throw .filesystem("cannot create \(directory): \(String(cString: strerror(errno)))")
         }
+    }
+
+    /// The names in `directory` but `.` and `..`, as their bytes: Foundation repairs a name
+    /// that is not UTF-8 into another string, which then names no file.
+    static func names(in directory: String) throws(DeployError) -> [[UInt8]] {
+        guard let stream = opendir(directory) else { throw .filesystem("cannot read \(directory): \(String(cString: strerror(errno)))") }
+        defer { closedir(stream) }
+        var names: [[UInt8]] = []
+        while true {
+            errno = 0
+            guard let entry = readdir(stream) else {
+                if errno != 0 { throw .filesystem("cannot read \(directory): \(String(cString: strerror(errno)))") }
+                return names
+            }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            if name != [0x2E], name != [0x2E, 0x2E] { names.append(name) }
+        }
+    }
+
+    /// A file name's bytes for people: UTF-8 as it is, any other byte (and a control
+    /// character) as `\xNN`.
+    static func escaped(name: [UInt8]) -> String {
+        var text = ""
+        var index = 0
+        while index < name.count {
+            let lead = name[index]
+            let length = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0
+            if length > 0, index + length <= name.count, let character = String(validating: name[index..<index + length], as: UTF8.self),
+               !character.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
+                text += character
+                index += length
+            } else {
+                text += "\\x" + String(lead, radix: 16, uppercase: true).leftPadded(to: 2)
+                index += 1
+            }
+        }
+        return text
     }
 
     /// The bytes of a regular file of at most `limit` bytes; `nil` when there is none. Links,
@@ -373,4 +423,8 @@ public enum DeployError: Error, Sendable, Hashable, CustomStringConvertible {
         case .integrity(let key, let expected, let actual): "asset \(key): its SHA-256 is \(actual), the manifest says \(expected)"
         }
     }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

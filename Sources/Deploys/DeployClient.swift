@@ -110,7 +110,9 @@ public final class DeployClient {
         let working = try directory.target(of: AppDirectory.working)
         let answer: ManifestAnswer
         do {
-            answer = try source.latest(for: target, current: working, fetch: startFetching())
+            // A working bundle of another runtime is not this app's current update: the server
+            // would answer noUpdateAvailable for it.
+            answer = try source.latest(for: target, current: working.flatMap { keptProblem($0) == nil ? $0 : nil }, fetch: startFetching())
         } catch {
             try record(.checkFailed, ["reason": .string(error.description)])
             return nil
@@ -129,8 +131,12 @@ public final class DeployClient {
             }
             let holding = try directory.target(of: AppDirectory.holding)
             let rejected = try store.currentState[StatePath([.key(DeployRules.stream), .key("rejectedUpdates"), .key(manifest.id)])] != nil
-            if manifest.id == working || manifest.id == holding || rejected {
-                let reason = rejected ? "rolledBackBefore" : manifest.id == working ? "alreadyWorking" : "alreadyDownloaded"
+            // A kept bundle counts only when it is this runtime's (an id published again for
+            // another runtime is another update).
+            let isWorking = manifest.id == working && keptProblem(manifest.id) == nil
+            let isHolding = manifest.id == holding && keptProblem(manifest.id) == nil
+            if isWorking || isHolding || rejected {
+                let reason = rejected ? "rolledBackBefore" : isWorking ? "alreadyWorking" : "alreadyDownloaded"
                 try record(.noNewDeploy, ["reason": .string(reason), "updateId": .string(manifest.id)])
                 return nil
             }
@@ -149,7 +155,7 @@ public final class DeployClient {
         guard AppDirectory.isSafeUpdateID(manifest.id) else { return "the update id \"\(manifest.id)\" cannot name a directory" }
         var keys = Set<String>()
         for asset in manifest.allAssets {
-            guard AppDirectory.isSafeKey(asset.key) else { return "asset key \"\(asset.key)\" escapes the update's directory" }
+            if let problem = AppDirectory.keyProblem(asset.key) { return "asset key \"\(asset.key)\" \(problem)" }
             guard keys.insert(asset.key).inserted else { return "asset key \"\(asset.key)\" appears twice" }
             guard asset.hash != nil else { return "asset \(asset.key) has no hash to check it against" }
         }
@@ -197,7 +203,6 @@ public final class DeployClient {
                 try Files.writeAtomically(Data(manifest.json.json().utf8), to: directory.manifestPath(manifest.id))
                 try Files.syncDirectory(directory.updatesPath)
             }
-            try directory.point(AppDirectory.holding, at: manifest.id)
         } catch let error as DeployError {
             created.removeAll()
             if case .integrity = error {
@@ -211,7 +216,10 @@ public final class DeployClient {
             created.removeAll()
             throw error
         }
+        // Recorded before holding names it: a call that dies between leaves the log saying
+        // so, and the next `recover()` points holding.
         try record(.downloaded, ["updateId": .string(manifest.id)])
+        try directory.point(AppDirectory.holding, at: manifest.id)
         return manifest.id
     }
 
@@ -305,9 +313,10 @@ public final class DeployClient {
     public func install() throws -> String? {
         try recover()
         guard let update = try directory.target(of: AppDirectory.holding) else { return nil }
-        guard directory.hasUpdate(update) else {
+        if let problem = keptProblem(update) {
+            // Recorded before the link goes, so that the log never lags the directory.
+            try record(.failedToUpdateWorkingDirectory, ["updateId": .string(update), "reason": .string(problem)])
             try directory.removeLink(AppDirectory.holding)
-            try record(.failedToUpdateWorkingDirectory, ["updateId": .string(update), "reason": .string("update \(update) is missing from \(directory.updatesPath)")])
             return nil
         }
         try record(.willUpdateWorkingDirectory, ["updateId": .string(update)])
@@ -338,11 +347,12 @@ public final class DeployClient {
     ///   be read or the pending install cannot be written; `EventStoreError` or `LMDBError`
     ///   when the event cannot be recorded.
     public func reload() throws {
+        // Recorded first: the pending install is marked launched after (`recover()` finishes it).
+        try record(.didReloadWebView, ["updateId": StateValue(try directory.target(of: AppDirectory.working))])
         if var pending = try directory.pending(), !pending.launched {
             pending.launched = true
             try directory.setPending(pending)
         }
-        try record(.didReloadWebView, ["updateId": StateValue(try directory.target(of: AppDirectory.working))])
     }
 
     /// The app confirms that the newly installed update launched well: it is no longer pending.
@@ -352,8 +362,10 @@ public final class DeployClient {
     public func confirmLaunch() throws {
         try recover()
         guard let pending = try directory.pending() else { throw DeployError.usage("no install is pending confirmation") }
-        try directory.setPending(nil)
+        // Recorded first: a log that cannot take the event leaves the install pending, to
+        // confirm again; one that took it has the next `recover()` remove `pending`.
         try record(.launchConfirmed, ["updateId": .string(pending.update)])
+        try directory.setPending(nil)
     }
 
     /// The app launches (Stork's `deliver`): an install launched before and still unconfirmed
@@ -378,14 +390,17 @@ public final class DeployClient {
     }
 
     /// The app enters the foreground: the foreground behaviour runs once
-    /// `foregroundCheckInterval` has passed since the last check.
+    /// `foregroundCheckInterval` has passed since the last check, or when the last check is
+    /// recorded in the future (the clock was moved back).
     /// - Throws: The errors of `recover()`, `check()`, `download()`, `install()` and
     ///   `reload()`, as the foreground behaviour calls them; the errors of
     ///   `EventStore.currentState` when the last check cannot be read.
     public func enterForeground() throws {
         try recover()
+        // A last check in the future (a clock moved back) is stale, or no check would come again.
         if let last = try state("lastCheck")?.stringValue.flatMap(Timestamp.init(rfc3339:)),
-           store.clock.now().microsecondsSince1970 - last.microsecondsSince1970 < foregroundCheckInterval { return }
+           case let elapsed = store.clock.now().microsecondsSince1970 - last.microsecondsSince1970,
+           elapsed >= 0, elapsed < foregroundCheckInterval { return }
         try run(foregroundBehavior)
         if foregroundBehavior == .reloadNewDeploy, try directory.pending() != nil { try reload() }
     }
@@ -400,26 +415,54 @@ public final class DeployClient {
     }
 
     /// Points working back at `previous` (`nil`: the embedded bundle) and records why.
+    /// A bundle on disk that is not this runtime's, or is missing, is never restored.
     private func rollBack(to previous: String?, reason: String, rejectingUpdate: Bool = false) throws {
         let from = try directory.target(of: AppDirectory.working)
         var reason = reason
         var previous = previous
-        if let missing = previous, !directory.hasUpdate(missing) {
-            reason += "; update \(missing) is missing from disk, so the embedded bundle is used"
+        if let kept = previous, let problem = keptProblem(kept) {
+            reason += "; \(problem), so the embedded bundle is used"
             previous = nil
         }
-        if let previous { try directory.point(AppDirectory.working, at: previous) } else { try directory.removeLink(AppDirectory.working) }
-        try directory.setPending(nil)
+        // The log first: a log that cannot take the event leaves the directory as it was, and
+        // one that took it has the rest done here or, after a crash, by the next `recover()`.
         try record(.rolledBack, ["from": StateValue(from), "to": StateValue(previous), "reason": .string(reason), "rejectsUpdate": .bool(rejectingUpdate)])
+        try finishRollBack(to: previous)
     }
 
-    /// Finishes or undoes an install a crash cut short, and records which. Does nothing
-    /// unless the `deploy` phase is `installing`. The other lifecycle calls run it first.
+    /// Makes the directory what a recorded rollback says: working at `previous`, nothing pending.
+    private func finishRollBack(to previous: String?) throws {
+        if try directory.target(of: AppDirectory.working) != previous {
+            if let previous { try directory.point(AppDirectory.working, at: previous) } else { try directory.removeLink(AppDirectory.working) }
+        }
+        try directory.setPending(nil)
+    }
+
+    /// Why update `id` on disk cannot be kept or restored here, or `nil`: it is missing, its
+    /// manifest cannot be read, or it was built for another runtime version.
+    private func keptProblem(_ id: String) -> String? {
+        guard directory.hasUpdate(id) else { return "update \(id) is missing from disk" }
+        let manifest: UpdateManifest
+        do { manifest = try directory.manifest(of: id) } catch { return "the manifest of update \(id) cannot be read (\(error))" }
+        guard manifest.runtimeVersion == target.runtimeVersion else {
+            return "update \(id) on disk is for runtime version \(manifest.runtimeVersion), this app runs \(target.runtimeVersion)"
+        }
+        return nil
+    }
+
+    /// Brings the app directory in line with the log after a call that was cut short (a
+    /// crash, a log that could not take an event). An install cut short (phase `installing`)
+    /// is finished or undone, and which is recorded. Every other change of the directory is
+    /// recorded before it is made, so the newest transition says what the directory must be,
+    /// and this finishes it: a recorded rollback points working back and removes `pending`, a
+    /// recorded confirmation removes `pending`, a recorded reload marks it launched, a
+    /// recorded download points holding. The other lifecycle calls run it first.
     /// - Throws: `DeployError.filesystem` when a link or the pending install cannot be read or
-    ///   removed; `EventStoreError` (`.corruptRecord` among them) or `LMDBError` when the log
+    ///   changed; `EventStoreError` (`.corruptRecord` among them) or `LMDBError` when the log
     ///   cannot be read or the event cannot be recorded.
     public func recover() throws {
-        guard try state("phase")?.stringValue == DeployRules.Phase.installing.rawValue else { return }
+        let phase = try state("phase")?.stringValue.flatMap(DeployRules.Phase.init(rawValue:))
+        guard phase == .installing else { return try finishRecordedChange(phase) }
         guard let installing = try lastInstallingUpdate() else { return }
         if try directory.target(of: AppDirectory.working) == installing {
             if try directory.target(of: AppDirectory.holding) == installing { try directory.removeLink(AppDirectory.holding) }
@@ -427,6 +470,30 @@ public final class DeployClient {
         } else {
             if try directory.pending()?.update == installing { try directory.setPending(nil) }
             try record(.installRecovered, ["updateId": .string(installing), "result": "undone"])
+        }
+    }
+
+    /// Finishes the directory change the newest transition (`phase`) recorded, if a call
+    /// died or failed before making it; touches nothing that already agrees with the log.
+    private func finishRecordedChange(_ phase: DeployRules.Phase?) throws {
+        let working = try state("workingUpdate")?.stringValue
+        switch phase {
+        case .rolledBack:
+            try finishRollBack(to: working)
+        case .confirmed:
+            if let pending = try directory.pending(), pending.update == working { try directory.setPending(nil) }
+        case .launched:
+            if var pending = try directory.pending(), !pending.launched, pending.update == working {
+                pending.launched = true
+                try directory.setPending(pending)
+            }
+        case .downloaded:
+            if let holding = try state("holdingUpdate")?.stringValue, try directory.target(of: AppDirectory.holding) != holding,
+               directory.hasUpdate(holding) {
+                try directory.point(AppDirectory.holding, at: holding)
+            }
+        default:
+            return
         }
     }
 

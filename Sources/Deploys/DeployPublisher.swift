@@ -28,20 +28,21 @@ public struct DeployPublisher: Sendable {
     /// Publishes every regular file under `bundle` but hidden ones (`launchAsset` is the page
     /// the web view loads) as update `id` for `runtimeVersion`, and returns its manifest. A
     /// publish that fails takes back every file and directory it added, and leaves `current`
-    /// as it was. Publishes into one server directory take turns (`SERVER_DIR/.publish-lock`):
+    /// as it was; one that was killed leaves its temporaries, which the next publish into the
+    /// directory takes back (`takeBackLeftovers`). Publishes into one server directory take turns (`SERVER_DIR/.publish-lock`):
     /// this one waits for one under way.
     /// - Parameters:
     ///   - bundle: A directory of regular files only; each file's path inside it becomes its
     ///     asset key, and its extension gives its content type. Paths with a part that begins
     ///     with `.` (`.git/`, `.DS_Store`) are left out, as static hosts leave them out.
     ///   - launchAsset: The key of the page the web view loads.
-    ///   - id: The update's id, new for this runtime version: a published update never changes.
+    ///   - id: The update's id, new to the server directory (under any runtime version): a published update never changes.
     ///   - createdAt: The manifest's `createdAt`.
     /// - Throws: `DeployError.usage` for a bundle that is not a directory, lacks its launch
     ///   asset, or holds a symbolic link, another non-regular file or a path that cannot be an
     ///   asset key; for a bad runtime version (see `DeployTarget`); for an id that
     ///   `AppDirectory.isSafeUpdateID` refuses, that is `rollBackToEmbedded` (the server's
-    ///   word for a roll-back) or that is already published for `runtimeVersion`; for a
+    ///   word for a roll-back) or that is already published, for any runtime version; for a
     ///   server directory inside the bundle. `.refused` when an asset's name (or its type
     ///   file) is taken by other bytes; `.filesystem` when a file or directory cannot be read
     ///   or written; `.cancelled` when `isCancelled` said so.
@@ -58,12 +59,16 @@ public struct DeployPublisher: Sendable {
         var lock: PublishLock?
         do throws(DeployError) {
             lock = try PublishLock(serverDirectory: serverDirectory, created: created, isCancelled: isCancelled)
+            // Under the lock no other publish is under way: a temporary of ours is a killed one's.
+            Self.takeBackLeftovers(in: serverDirectory + "/assets", runtime: runtime)
             if let server = canonicalPath(serverDirectory), let root = canonicalPath(bundle), server == root || server.hasPrefix(root + "/") {
                 throw .usage("\(serverDirectory) is inside the bundle \(bundle): its files would be published")
             }
             // A published update never changes: clients that have it would never see the change.
-            guard !FileManager.default.fileExists(atPath: runtime + "/" + id + ".json") else {
-                throw .usage("update \(id) is already published for runtime version \(runtimeVersion); publish under a new id")
+            // Nor does its id name another runtime's update: an app directory keeps an update by
+            // its id alone, so a client moved to the new runtime would take the old bundle for it.
+            if let published = try Self.runtimeVersion(publishing: id, in: serverDirectory + "/updates") {
+                throw .usage("update \(id) is already published for runtime version \(published); publish under a new id")
             }
             for directory in [serverDirectory + "/assets", serverDirectory + "/updates", runtime] {
                 try created.makeDirectoryIfMissing(directory)
@@ -98,6 +103,56 @@ public struct DeployPublisher: Sendable {
         }
     }
 
+    /// Removes what a killed publish left, once its names prove it the publisher's own: regular
+    /// files (never links or directories) named as only the publisher names its temporaries,
+    /// `assets/.incoming-UUID`, `assets/NAME.type.next-UUID` and, for the runtime being
+    /// published, `current.next-UUID` and `ID.json.next-UUID` (a lowercase UUID, as
+    /// `Files.uniqueSuffix` makes). Called under the publish lock, so no publish under way
+    /// owns one. Anything else, and what cannot be removed, stays.
+    static func takeBackLeftovers(in assets: String, runtime: String) {
+        func isUUID(_ text: Substring) -> Bool {
+            let utf8 = Array(text.utf8)
+            return utf8.count == 36 && utf8.enumerated().allSatisfy { index, byte in
+                [8, 13, 18, 23].contains(index) ? byte == UInt8(ascii: "-") : (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte)
+            }
+        }
+        func isLeftover(_ name: String, temporaryOf isTarget: (Substring) -> Bool) -> Bool {
+            guard let range = name.range(of: ".next-", options: .backwards) else { return false }
+            return isUUID(name[range.upperBound...]) && isTarget(name[..<range.lowerBound])
+        }
+        let rules: [(String, (String) -> Bool)] = [
+            (assets, { name in
+                (name.hasPrefix(".incoming-") && isUUID(name.dropFirst(".incoming-".count)))
+                    || isLeftover(name) { $0.hasSuffix(".type") && DeploySource.isAssetName(String($0.dropLast(".type".count))) }
+            }),
+            (runtime, { name in
+                isLeftover(name) { $0 == "current" || ($0.hasSuffix(".json") && AppDirectory.isSafeUpdateID(String($0.dropLast(".json".count)))) }
+            }),
+        ]
+        for (directory, isOurs) in rules {
+            guard let names = try? Files.names(in: directory) else { continue }
+            for bytes in names {
+                guard let name = String(validating: bytes, as: UTF8.self), isOurs(name) else { continue }
+                var info = stat()
+                let path = directory + "/" + name
+                if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG { unlink(path) }
+            }
+        }
+    }
+
+    /// The runtime version update `id` is already published for (its manifest there), or `nil`.
+    private static func runtimeVersion(publishing id: String, in updates: String) throws(DeployError) -> String? {
+        guard FileManager.default.fileExists(atPath: updates) else { return nil }
+        let runtimes: [String]
+        do { runtimes = try FileManager.default.contentsOfDirectory(atPath: updates) } catch {
+            throw .filesystem("cannot read \(updates): \((error as NSError).localizedFailureReason ?? error.localizedDescription)")
+        }
+        return runtimes.sorted().first { runtime in
+            var info = stat()
+            return lstat(updates + "/" + runtime + "/" + id + ".json", &info) == 0
+        }
+    }
+
     /// Writes `asset`'s type file, or checks the one there: an asset's type never changes either.
     private static func storeType(_ type: ContentType, of asset: String, created: CreatedPaths) throws(DeployError) {
         let file = asset + ".type"
@@ -122,19 +177,19 @@ public struct DeployPublisher: Sendable {
         var files: [String] = []
         var directories = [""]
         while let directory = directories.popLast() {
-            let names: [String]
-            do { names = try FileManager.default.contentsOfDirectory(atPath: bundle + "/" + directory) } catch {
-                throw .filesystem("cannot read \(bundle)/\(directory): \((error as NSError).localizedFailureReason ?? error.localizedDescription)")
-            }
-            for name in names where !name.hasPrefix(".") {
-                let relative = directory.isEmpty ? name : directory + "/" + name
+            for bytes in try Files.names(in: bundle + "/" + directory).sorted(by: { $0.lexicographicallyPrecedes($1) }) where bytes.first != 0x2E {
+                let within = directory.isEmpty ? "" : directory + "/"
+                guard let name = String(validating: bytes, as: UTF8.self) else {
+                    throw .usage("\(bundle)/\(within)\(Files.escaped(name: bytes)): the file name is not UTF-8, which an asset key must be")
+                }
+                let relative = within + name
                 var info = stat()
                 guard lstat(bundle + "/" + relative, &info) == 0 else {
                     throw .filesystem("cannot read \(bundle)/\(relative): \(String(cString: strerror(errno)))")
                 }
                 switch info.st_mode & S_IFMT {
                 case S_IFREG:
-                    guard AppDirectory.isSafeKey(relative) else { throw .usage("\(bundle)/\(relative): the path cannot be an asset key") }
+                    if let problem = AppDirectory.keyProblem(relative) { throw .usage("\(bundle)/\(relative): the path cannot be an asset key: it \(problem)") }
                     files.append(relative)
                 case S_IFDIR: directories.append(relative)
                 case S_IFLNK: throw .usage("\(bundle)/\(relative) is a symbolic link; a bundle holds regular files only")

@@ -47,21 +47,30 @@ public struct UpdateManifest: Sendable, Hashable {
         }
     }
 
-    /// Reads a manifest body.
+    /// Reads a manifest body. Every field the protocol names has its type checked (unknown
+    /// fields are ignored): `id`, `createdAt` and `runtimeVersion` strings, `launchAsset` an
+    /// asset, `assets` an array of assets (missing: none), `metadata` an object of strings and
+    /// `extra` an object (missing: empty); an asset's `key`, `contentType` and `url` strings,
+    /// its `hash` and `fileExtension` strings when present.
     /// - Throws: `DeployError.badManifest` naming the first field that is missing or of the wrong type.
     public init(json bytes: [UInt8]) throws(DeployError) {
         let value: StateValue
         do { value = try StateValue(jsonUTF8: bytes) } catch { throw .badManifest("not JSON: \(error)") }
         guard let object = value.objectValue else { throw .badManifest("a JSON \(value.kindName), not an object") }
         func string(_ key: String, in object: StateObject, _ what: String) throws(DeployError) -> String {
-            guard let text = object[key]?.stringValue else { throw .badManifest("\(what) has no string \"\(key)\"") }
+            guard let text = try optionalString(key, in: object, what) else { throw .badManifest("\(what) has no string \"\(key)\"") }
+            return text
+        }
+        func optionalString(_ key: String, in object: StateObject, _ what: String) throws(DeployError) -> String? {
+            guard let field = object[key] else { return nil }
+            guard let text = field.stringValue else { throw Self.wrongType(what, key, field, "a string") }
             return text
         }
         func asset(_ value: StateValue, _ what: String) throws(DeployError) -> Asset {
             guard let object = value.objectValue else { throw .badManifest("\(what) is not an object") }
-            return Asset(key: try string("key", in: object, what), hash: object["hash"]?.stringValue,
+            return Asset(key: try string("key", in: object, what), hash: try optionalString("hash", in: object, what),
                          contentType: try string("contentType", in: object, what),
-                         fileExtension: object["fileExtension"]?.stringValue, url: try string("url", in: object, what))
+                         fileExtension: try optionalString("fileExtension", in: object, what), url: try string("url", in: object, what))
         }
         id = try string("id", in: object, "the manifest")
         createdAt = try string("createdAt", in: object, "the manifest")
@@ -69,11 +78,23 @@ public struct UpdateManifest: Sendable, Hashable {
         guard let launch = object["launchAsset"] else { throw .badManifest("the manifest has no \"launchAsset\"") }
         launchAsset = try asset(launch, "launchAsset")
         var assets: [Asset] = []
-        for (index, item) in (object["assets"]?.arrayValue ?? []).enumerated() { assets.append(try asset(item, "assets[\(index)]")) }
+        if let field = object["assets"] {
+            guard let items = field.arrayValue else { throw Self.wrongType("the manifest", "assets", field, "an array") }
+            for (index, item) in items.enumerated() { assets.append(try asset(item, "assets[\(index)]")) }
+        }
         self.assets = assets
         var metadata: [String: String] = [:]
-        for (key, value) in object["metadata"]?.objectValue ?? StateObject() { if let text = value.stringValue { metadata[key] = text } }
+        if let field = object["metadata"] {
+            guard let entries = field.objectValue else { throw Self.wrongType("the manifest", "metadata", field, "an object") }
+            for (key, value) in entries { metadata[key] = try string(key, in: entries, "metadata") }
+        }
         self.metadata = metadata
+        if let extra = object["extra"], extra.objectValue == nil { throw Self.wrongType("the manifest", "extra", extra, "an object") }
+    }
+
+    /// `what`'s `key` is `field`, which is not `expected`.
+    static func wrongType(_ what: String, _ key: String, _ field: StateValue, _ expected: String) -> DeployError {
+        .badManifest("\(what)'s \"\(key)\" is a JSON \(field.kindName), not \(expected)")
     }
 
     /// A manifest of the given fields, as a publisher makes one; nothing is checked here.
@@ -115,7 +136,9 @@ public enum ManifestAnswer: Sendable, Hashable {
 extension ManifestAnswer {
     /// Reads a manifest response of either shape the protocol allows: a JSON manifest, or
     /// `multipart/mixed` with `manifest`, `extensions` and `directive` parts (found by their
-    /// `name`, in any order; unknown parts and directive types are ignored).
+    /// `name`, in any order; unknown parts are ignored). A directive of a type other than
+    /// `noUpdateAvailable` and `rollBackToEmbedded`, or without a string `type`, is an error
+    /// (`DeployError.badManifest` naming it), never taken for "no update".
     package init(status: Int, contentType: String?, body: [UInt8]) throws(DeployError) {
         if status == 204 { self = .noUpdateAvailable; return }
         let mediaType = contentType.map(MediaType.init) ?? MediaType("application/json")
@@ -134,18 +157,30 @@ extension ManifestAnswer {
                 case "extensions":
                     let value: StateValue
                     do { value = try StateValue(jsonUTF8: part.body) } catch { throw .badManifest("the extensions part is not JSON: \(error)") }
-                    for (key, headers) in value["assetRequestHeaders"]?.objectValue ?? StateObject() {
-                        var map: [String: String] = [:]
-                        for (name, header) in headers.objectValue ?? StateObject() { if let text = header.stringValue { map[name] = text } }
-                        assetHeaders[key] = map
+                    guard let extensions = value.objectValue else { throw .badManifest("the extensions part is a JSON \(value.kindName), not an object") }
+                    if let field = extensions["assetRequestHeaders"] {
+                        guard let byKey = field.objectValue else { throw UpdateManifest.wrongType("the extensions", "assetRequestHeaders", field, "an object") }
+                        for (key, headers) in byKey {
+                            guard let names = headers.objectValue else { throw UpdateManifest.wrongType("assetRequestHeaders", key, headers, "an object") }
+                            var map: [String: String] = [:]
+                            for (name, header) in names {
+                                guard let text = header.stringValue else { throw UpdateManifest.wrongType("assetRequestHeaders.\(key)", name, header, "a string") }
+                                map[name] = text
+                            }
+                            assetHeaders[key] = map
+                        }
                     }
                 case "directive":
                     let value: StateValue
                     do { value = try StateValue(jsonUTF8: part.body) } catch { throw .badManifest("the directive part is not JSON: \(error)") }
-                    switch value["type"]?.stringValue {
+                    guard let body = value.objectValue else { throw .badManifest("the directive is a JSON \(value.kindName), not an object") }
+                    guard let field = body["type"] else { throw .badManifest("the directive has no \"type\"") }
+                    guard let type = field.stringValue else { throw UpdateManifest.wrongType("the directive", "type", field, "a string") }
+                    switch type {
                     case "noUpdateAvailable": directive = .noUpdateAvailable
                     case "rollBackToEmbedded": directive = .rollBackToEmbedded
-                    default: break
+                    // Never taken for "nothing new": the server asked for something this client cannot do.
+                    default: throw .badManifest("unknown directive \"\(type)\"; this client follows noUpdateAvailable and rollBackToEmbedded")
                     }
                 default: break
                 }

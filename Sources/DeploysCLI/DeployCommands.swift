@@ -28,6 +28,9 @@ enum DeployCommands {
             The app directory holds updates/ID/ (complete updates), holding and working (links to
             them) and pending; a crash at any point leaves the old or the new working bundle whole,
             and the next command finishes or undoes the swap and records which (installRecovered).
+            Every other change (rollback, confirm, reload, holding) is recorded before it is made:
+            a log that cannot take it (a full disk) changes nothing, and the next command finishes
+            one a crash cut short.
             A refused update (hash mismatch, an asset key escaping the directory, a wrong content
             type, another runtime version, an HTTP error, a timeout) is recorded with its reason,
             leaves working untouched, and exits 1. The project token (--project-token, else

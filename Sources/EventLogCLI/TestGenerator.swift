@@ -97,6 +97,42 @@ struct TestGenerator<Model: EffectModel> {
         return Output(source: lines.joined(separator: "\n") + "\n", divergences: divergences)
     }
 
+    /// Swift's reserved words (The Swift Programming Language, "Keywords and Punctuation":
+    /// those of declarations, statements, expressions and types, and patterns): a function
+    /// named one of them does not parse, and `await` parses only to call something else.
+    static var keywords: Set<String> {
+        ["associatedtype", "borrowing", "class", "consuming", "deinit", "enum", "extension", "fileprivate", "func", "import", "init",
+         "inout", "internal", "let", "nonisolated", "open", "operator", "private", "precedencegroup", "protocol", "public", "rethrows",
+         "static", "struct", "subscript", "typealias", "var",
+         "break", "case", "catch", "continue", "default", "defer", "do", "else", "fallthrough", "for", "guard", "if", "in", "repeat",
+         "return", "throw", "switch", "where", "while",
+         "Any", "as", "await", "false", "is", "nil", "self", "Self", "super", "throws", "true", "try", "_"]
+    }
+
+    /// Why `name` cannot name the generated test, as words that follow it, or `nil`: a Swift
+    /// keyword, or a name the test's file uses at its top level (a module it imports, a type
+    /// or function it calls), which a function of that name would hide.
+    static func nameProblem(_ name: String, imports: [String], planExpression: String) -> String? {
+        if keywords.contains(name) { return "is a Swift keyword" }
+        let modules = ["Effects", "EventLog", "EventLogTesting", "Testing", "Foundation"] + imports
+        if modules.contains(name) { return "is the name of a module the test imports" }
+        // Bare identifiers of the plan's expression (not members: `.plan` is no conflict).
+        var used = ["Test", "TraceTester", "EffectEngine", "Timestamp", "Event", "Write", "StatePath", "StateValue", "Step", "ImportedEvent",
+                    "\(Model.self)", "\(Model.Effect.self)"].map { String($0.prefix { $0 != "." && $0 != "<" }) }
+        var identifier = "", afterDot = false
+        for character in planExpression + " " {
+            if character == "_" || character.isLetter || (character.isNumber && !identifier.isEmpty) {
+                identifier.append(character)
+                continue
+            }
+            if !identifier.isEmpty, !afterDot { used.append(identifier) }
+            afterDot = character == "."
+            identifier = ""
+        }
+        if used.contains(name) { return "is a name the test uses (\(name)), which a function of that name would hide" }
+        return nil
+    }
+
     /// Makes the call that `records[index]` starts, on the scratch log: the Swift for it, the
     /// records it made, and whether its events are asserted (inputs appended as recorded are not).
     private func drive(from index: Int, in records: [EventRecord], engine: Engine, store: EventStore) throws -> (String, [EventRecord], Bool) {
@@ -259,7 +295,7 @@ extension CommandSpec {
             options: [
                 .init(name: "from", value: "N", help: "The first event (default 1)."),
                 .init(name: "to", value: "N", help: "The last event (default: the newest)."),
-                .init(name: "name", value: "NAME", help: "The test's name, a Swift identifier (default eventsFROMtoTO)."),
+                .init(name: "name", value: "NAME", help: "The test's name, a Swift identifier that is no keyword nor a name the test uses (default eventsFROMtoTO)."),
             ]
         ) { arguments, context in
             let store = try context.openStore()
@@ -271,6 +307,9 @@ extension CommandSpec {
             guard let head = name.unicodeScalars.first, head == "_" || head.properties.isAlphabetic,
                   name.unicodeScalars.allSatisfy({ $0 == "_" || $0.properties.isAlphabetic || ("0"..."9").contains($0) }) else {
                 throw CLIError.usage("--name must be a Swift identifier (letters, digits, _), not \"\(Render.escaped(name))\"")
+            }
+            if let problem = TestGenerator<Model>.nameProblem(name, imports: imports, planExpression: planExpression("\"\"")) {
+                throw CLIError.usage("--name \(name) \(problem); choose another name")
             }
             let (records, before) = try attempt { () throws -> ([EventRecord], StateValue) in
                 var records: [EventRecord] = []

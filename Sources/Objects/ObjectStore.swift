@@ -121,7 +121,8 @@ public final class ObjectStore: ReadModel, @unchecked Sendable {
     ///   `.invalidObject` for a bad collection name, an `id` that is not a string, or an id
     ///   that is empty, longer than 255 bytes or holds control characters;
     ///   `EventStoreError.readOnly` on a read-only store; `EventStoreError.limitExceeded` when
-    ///   the event breaks `StateLimits`. Nothing is appended then.
+    ///   the event breaks `StateLimits`, or when the object would grow too large for its
+    ///   delete (which records the whole object) to be recorded. Nothing is appended then.
     @discardableResult
     public func save(_ fields: StateObject, in collection: String, expectedVersion: Int64? = nil,
                      origin: Origin = .system, cause: Cause? = nil) throws -> StateObject {
@@ -167,10 +168,18 @@ public final class ObjectStore: ReadModel, @unchecked Sendable {
         } else {
             writes = [Write(path, old: nil, new: .object(stored))]
         }
+        let encoding = try Self.withKey(collection, objectID) { StateValue.object(stored).checkedEncoding(key: $0) }
+        // A state the store accepts stays deletable: a delete records the whole object, so an
+        // object whose delete would break the record limit is refused (only one near the limit
+        // is measured exactly; the delete's other fields take under 2 KiB).
+        if encoding.count > StateLimits.maxRecordBytes - (64 << 10),
+           let error = Self.deleteEvent(collection, objectID, existing: .object(stored), origin: .system, cause: nil).limitExceeded(at: store.clock.now()) {
+            throw EventStoreError.limitExceeded("\(collection) \"\(objectID)\" would be too large to delete (\(error)); its delete records the whole object")
+        }
         try batch.append(Event(stream: Self.stream, type: existing == nil ? "create" : "update", origin: origin, cause: cause,
                                payload: ["collection": .string(collection), "id": .string(objectID), "version": .int(version + 1)],
                                writes: writes))
-        try Self.put(.object(stored), collection, objectID, into: readModel, &batch)
+        try Self.withKey(collection, objectID) { key in try encoding.withUnsafeBytes { try batch.put(readModel, key: key, value: $0) } }
         return stored
     }
 
@@ -219,9 +228,12 @@ public final class ObjectStore: ReadModel, @unchecked Sendable {
         }
     }
 
-    /// Deletes one object; `notFound` (and nothing appended) when there is none.
+    /// Deletes one object; `notFound` (and nothing appended) when there is none. The event
+    /// records the whole object; `save` refuses to grow one past what such an event can hold,
+    /// so a delete without a `cause` always fits.
     /// - Throws: `ObjectStoreError.notFound` when the collection has no object with `id`;
-    ///   `EventStoreError.readOnly` on a read-only store. Nothing is appended then.
+    ///   `EventStoreError.readOnly` on a read-only store; `EventStoreError.limitExceeded` when
+    ///   the cause makes the event too large. Nothing is appended then.
     public func delete(_ collection: String, id: String, origin: Origin = .system, cause: Cause? = nil) throws {
         try store.transact { batch in try delete(collection, id: id, origin: origin, cause: cause, batch: &batch) }
     }
@@ -234,14 +246,21 @@ public final class ObjectStore: ReadModel, @unchecked Sendable {
         let readModel = try writableReadModel()
         let path = Self.path(collection, id)
         guard let existing = batch.state[path] else { throw ObjectStoreError.notFound(collection: collection, id: id) }
-        try batch.append(Event(stream: Self.stream, type: "delete", origin: origin, cause: cause,
-                               payload: ["collection": .string(collection), "id": .string(id)],
-                               writes: [Write(path, old: existing, new: nil)]))
+        try batch.append(Self.deleteEvent(collection, id, existing: existing, origin: origin, cause: cause))
         try Self.withKey(collection, id) { _ = try batch.delete(readModel, key: $0) }
     }
 
+    /// The event that deletes `existing`, the object of `collection` with `id`: it records
+    /// the whole object, so that replay and history can bring it back.
+    private static func deleteEvent(_ collection: String, _ id: String, existing: StateValue, origin: Origin, cause: Cause?) -> Event {
+        Event(stream: stream, type: "delete", origin: origin, cause: cause, payload: ["collection": .string(collection), "id": .string(id)],
+              writes: [Write(path(collection, id), old: existing, new: nil)])
+    }
+
     /// Deletes every object of `collection` in one event and returns how many there were
-    /// (0, and nothing appended, when there were none).
+    /// (0, and nothing appended, when there were none). A collection too large for one event
+    /// (its objects together past `StateLimits.maxRecordBytes`) is deleted by one `delete`
+    /// event per object instead, in the same transaction.
     /// - Throws: `ObjectStoreError.invalidObject` for a collection name that is not letters,
     ///   digits and `_`; `EventStoreError.readOnly` on a read-only store.
     @discardableResult
@@ -251,9 +270,15 @@ public final class ObjectStore: ReadModel, @unchecked Sendable {
         return try store.transact { batch in
             let path = StatePath([.key("objects"), .key(collection)])
             guard let existing = batch.state[path]?.objectValue, !existing.isEmpty else { return 0 }
-            try batch.append(Event(stream: Self.stream, type: "deleteAll", origin: origin, cause: cause,
-                                   payload: ["collection": .string(collection), "count": .int(Int64(existing.count))],
-                                   writes: [Write(path, old: .object(existing), new: nil)]))
+            do {
+                try batch.append(Event(stream: Self.stream, type: "deleteAll", origin: origin, cause: cause,
+                                       payload: ["collection": .string(collection), "count": .int(Int64(existing.count))],
+                                       writes: [Write(path, old: .object(existing), new: nil)]))
+            } catch EventStoreError.limitExceeded {
+                // Each object's delete fits (`save` sees to it); the batch is as it was.
+                for id in existing.keys.sorted(by: Self.keyOrder) { try delete(collection, id: id, origin: origin, cause: cause, batch: &batch) }
+                return existing.count
+            }
             for id in existing.keys {
                 try Self.withKey(collection, id) { _ = try batch.delete(readModel, key: $0) }
             }
@@ -271,7 +296,12 @@ public final class ObjectStore: ReadModel, @unchecked Sendable {
     ///   state cannot be read; `LMDBError` when a read fails.
     public func problem(against state: StateValue? = nil) throws -> String? {
         guard let readModel else { return nil }
-        let expected = try (state ?? store.currentState)["objects"]?.objectValue ?? StateObject()
+        // A collection whose objects were deleted one by one stays in the state, empty: the
+        // read model has nothing for it, and that is no difference.
+        var expected = StateObject()
+        for (collection, objects) in try (state ?? store.currentState)["objects"]?.objectValue ?? StateObject() where objects != .emptyObject {
+            expected[collection] = objects
+        }
         var found = StateObject()
         var damaged: String?
         try store.read { txn in

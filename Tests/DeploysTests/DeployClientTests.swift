@@ -84,6 +84,27 @@ struct DeployClientTests {
         #expect(harness.workingFile() == nil, "checkNewDeploy must not install")
     }
 
+    /// A last check recorded in the future (the clock was moved back, or set to 2099 once)
+    /// counts as stale: the foreground checks again, and records it.
+    @Test func aLastCheckInTheFutureIsStale() throws {
+        let harness = try DeployHarness()
+        let client = try harness.client()
+        try harness.publish(["index.html": "one"], id: "u1")
+        try client.enterForeground()
+        #expect(try harness.deploy("lastCheck") == "2025-11-30T02:05:40.123456Z")
+        var future = Event(stream: DeployRules.stream, type: "checkStarted", origin: .deploy, payload: ["source": "elsewhere", "runtimeVersion": "1.0"])
+        let time = try #require(Timestamp(rfc3339: "2099-01-01T00:00:00Z"))
+        future.writes = try DeployRules.writes(for: future, in: try harness.store.currentState, at: time).get()
+        try harness.store.transact { batch in try batch.append(future, time: time) }
+        let before = try harness.store.lastSeq()
+        try client.enterForeground()
+        #expect(try harness.transitions(after: before) == ["checkStarted", "newDeployAvailable"])
+        #expect(try harness.deploy("lastCheck") != "2099-01-01T00:00:00.000000Z")
+        // And the check it recorded is now, so the next foreground within a day waits.
+        try client.enterForeground()
+        #expect(try harness.store.lastSeq() == before + 2)
+    }
+
     @Test func anUpdateForAnotherRuntimeIsNeverOffered() throws {
         let harness = try DeployHarness()
         try harness.publish(["index.html": "for two"], id: "u2", runtime: "2.0")

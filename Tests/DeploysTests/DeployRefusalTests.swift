@@ -56,6 +56,21 @@ struct DeployRefusalTests {
         }
     }
 
+    /// A key that is only too long is refused for being too long, not for escaping.
+    @Test("asset keys that are too long say so", arguments: [
+        (String(repeating: "a", count: 256), "has a part of 256 bytes; a file name is at most 255"),
+        (Array(repeating: String(repeating: "b", count: 99), count: 11).joined(separator: "/"), "is 1099 bytes long; an asset key is at most 1,024"),
+        ("a\u{7}b.js", "holds a control character"),
+    ])
+    func longKeys(_ key: String, _ reason: String) throws {
+        try Self.expectRefused("checkFailed", reason: "asset key \"\(key)\" \(reason)") { harness in
+            let manifest = try harness.publish(["index.html": "two", "x.js": "x"], id: "u2")
+            var json = manifest.json
+            try json.set(.string(key), at: "assets[0].key")
+            try Data(json.json().utf8).write(to: URL(fileURLWithPath: harness.serverDirectory + "/updates/1.0/u2.json"))
+        }
+    }
+
     /// Publishing never takes an asset file already in the server directory on trust, nor
     /// replaces it: one that is not the bytes its name says (damaged, or a link) is refused.
     @Test func publishRefusesAnAssetFileThatIsNotItsBytes() throws {
@@ -181,6 +196,34 @@ struct DeployRefusalTests {
         #expect(try FileManager.default.subpathsOfDirectory(atPath: harness.serverDirectory).sorted() == before)
     }
 
+    /// What a killed publish left (its temporaries, by the names only the publisher gives
+    /// them, regular files only) goes with the next publish; anything else stays.
+    @Test func theNextPublishTakesBackAKilledOnesTemporaries() throws {
+        let harness = try DeployHarness(serve: false)
+        let first = try harness.publish(["index.html": "one"], id: "u1")
+        let uuid = UUID().uuidString.lowercased()
+        let asset = String(first.launchAsset.url.dropFirst("/assets/".count))
+        let ours = ["assets/.incoming-\(uuid)", "assets/\(asset).type.next-\(uuid)", "updates/1.0/current.next-\(uuid)", "updates/1.0/u1.json.next-\(uuid)"]
+        let others = ["assets/.incoming-\(uuid.uppercased())", "assets/.incoming-notauuid", "assets/notes.txt", "assets/notes.txt.next-\(uuid)",
+                      "updates/1.0/current.next-\(uuid)x", "updates/2.0/current.next-\(uuid)"]
+        for file in ours + others {
+            let path = harness.serverDirectory + "/" + file
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try Data("left".utf8).write(to: URL(fileURLWithPath: path))
+        }
+        // A link or a directory under such a name is no file the publisher made.
+        let link = harness.serverDirectory + "/assets/.incoming-" + UUID().uuidString.lowercased()
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: harness.root.file("elsewhere"))
+        let directory = harness.serverDirectory + "/assets/.incoming-" + UUID().uuidString.lowercased()
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        try harness.publish(["index.html": "two"], id: "u2")
+        for file in ours { #expect(!FileManager.default.fileExists(atPath: harness.serverDirectory + "/" + file), "\(file)") }
+        for file in others { #expect(FileManager.default.fileExists(atPath: harness.serverDirectory + "/" + file), "\(file)") }
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == harness.root.file("elsewhere"))
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) && isDirectory.boolValue)
+    }
+
     /// Hidden files and directories of a bundle (`.git/`, `.DS_Store`) are not published.
     @Test func hiddenFilesAreNotPublished() throws {
         let harness = try DeployHarness(serve: false)
@@ -253,7 +296,9 @@ struct DeployRefusalTests {
 
     @Test func badManifestsAreCheckFailures() throws {
         for (body, reason) in [("{", "not JSON"), ("[]", "not an object"), (#"{"id":"x"}"#, "no string \"createdAt\""),
-                               (#"{"id":"x","createdAt":"t","runtimeVersion":"1.0","launchAsset":7,"assets":[]}"#, "launchAsset is not an object")] {
+                               (#"{"id":"x","createdAt":"t","runtimeVersion":"1.0","launchAsset":7,"assets":[]}"#, "launchAsset is not an object"),
+                               (#"{"id":"x","createdAt":"t","runtimeVersion":"1.0","launchAsset":{"key":"index.html","hash":"h","contentType":"text/html","url":"/assets/a"},"assets":{"0":{"key":"a.js"}}}"#,
+                                #"the manifest's "assets" is a JSON object, not an array"#)] {
             let harness = try DeployHarness()
             try FileManager.default.createDirectory(atPath: harness.serverDirectory + "/updates/1.0", withIntermediateDirectories: true)
             try Data(body.utf8).write(to: URL(fileURLWithPath: harness.serverDirectory + "/updates/1.0/x.json"))

@@ -42,8 +42,16 @@ struct ManifestAnswerTests {
         #expect(try ManifestAnswer(status: 200, contentType: "multipart/mixed; boundary=b-123", body: rollBack) == .rollBackToEmbedded)
         let none = Self.multipart([("form-data; name=\"directive\"", #"{"type":"noUpdateAvailable"}"#)])
         #expect(try ManifestAnswer(status: 200, contentType: "multipart/mixed; boundary=b-123", body: none) == .noUpdateAvailable)
-        let unknown = Self.multipart([("form-data; name=\"directive\"", #"{"type":"somethingNew"}"#)])
-        #expect(try ManifestAnswer(status: 200, contentType: "multipart/mixed; boundary=b-123", body: unknown) == .noUpdateAvailable)
+        // An unknown or typeless directive is never taken for "no update": it is an error naming it.
+        for (body, reason) in [(#"{"type":"somethingNew"}"#, #"bad manifest: unknown directive "somethingNew"; this client follows noUpdateAvailable and rollBackToEmbedded"#),
+                               ("{}", #"bad manifest: the directive has no "type""#),
+                               (#"{"type":7}"#, #"bad manifest: the directive's "type" is a JSON integer, not a string"#),
+                               ("[]", "bad manifest: the directive is a JSON array, not an object")] {
+            let directive = Self.multipart([("form-data; name=\"directive\"", body)])
+            #expect(throws: DeployError.badManifest(String(reason.dropFirst("bad manifest: ".count)))) {
+                try ManifestAnswer(status: 200, contentType: "multipart/mixed; boundary=b-123", body: directive)
+            }
+        }
         #expect(try ManifestAnswer(status: 200, contentType: "multipart/mixed; boundary=b-123", body: []) == .noUpdateAvailable)
         #expect(try ManifestAnswer(status: 204, contentType: nil, body: []) == .noUpdateAvailable)
     }
@@ -59,6 +67,33 @@ struct ManifestAnswerTests {
             #expect { try ManifestAnswer(status: 200, contentType: contentType, body: Array(body.utf8)) } throws: { error in
                 "\(error)".contains(reason)
             }
+        }
+    }
+
+    /// Every field of a manifest has its type checked: a wrong one is refused with a one-line
+    /// reason naming the field (an "assets" object was taken for no assets).
+    @Test("a field of the wrong type is refused, named", arguments: [
+        ("assets", #"{"a":{"key":"x.js"}}"#, #"the manifest's "assets" is a JSON object, not an array"#),
+        ("assets", #""x""#, #"the manifest's "assets" is a JSON string, not an array"#),
+        ("id", "5", #"the manifest's "id" is a JSON integer, not a string"#),
+        ("createdAt", "null", #"the manifest's "createdAt" is a JSON null, not a string"#),
+        ("runtimeVersion", "[1]", #"the manifest's "runtimeVersion" is a JSON array, not a string"#),
+        ("launchAsset.hash", "1", #"launchAsset's "hash" is a JSON integer, not a string"#),
+        ("assets[0].fileExtension", "true", #"assets[0]'s "fileExtension" is a JSON bool, not a string"#),
+        ("assets[0].url", "{}", #"assets[0]'s "url" is a JSON object, not a string"#),
+        ("assets[0]", "3", "assets[0] is not an object"),
+        ("metadata", "[]", #"the manifest's "metadata" is a JSON array, not an object"#),
+        ("metadata.branch", "1", #"metadata's "branch" is a JSON integer, not a string"#),
+        ("extra", #""x""#, #"the manifest's "extra" is a JSON string, not an object"#),
+    ])
+    func wrongTypes(_ path: String, _ value: String, _ reason: String) throws {
+        var manifest = try StateValue(json: Self.manifest)
+        try manifest.set(try StateValue(json: value), at: StatePath(parsing: path))
+        #expect(throws: DeployError.badManifest(reason)) { try UpdateManifest(json: Array(manifest.json().utf8)) }
+        let headers = Self.multipart([("form-data; name=\"extensions\"", #"{"assetRequestHeaders":{"app.js":{"x-token":1}}}"#),
+                                      ("form-data; name=\"manifest\"", Self.manifest)])
+        #expect(throws: DeployError.badManifest(#"assetRequestHeaders.app.js's "x-token" is a JSON integer, not a string"#)) {
+            try ManifestAnswer(status: 200, contentType: "multipart/mixed; boundary=b-123", body: headers)
         }
     }
 }

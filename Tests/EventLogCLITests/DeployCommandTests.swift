@@ -43,6 +43,42 @@ struct DeployCommandTests {
         #expect(replay.code == 0, "\(replay.out)")
     }
 
+    /// A bundle file whose name is not UTF-8 is bad input (exit 2) named by its bytes, not a
+    /// false "No such file or directory" (Foundation had repaired the name into another).
+    @Test func aFileNameThatIsNotUTF8IsNamedByItsBytes() throws {
+        let path = try bundle("odd", "one")
+        let name: [UInt8] = Array((path + "/css/").utf8) + [0x61, 0xFF, 0x2E, 0x6A, 0x73, 0]
+        let fd = name.withUnsafeBufferPointer { $0.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_WRONLY | O_CREAT | O_EXCL, 0o644) } }
+        #expect(fd >= 0)
+        close(fd)
+        let published = eventlog(["deploy", "publish", path, "--to", server, "--runtime-version", "1.0", "--id", "v1"])
+        #expect(published.code == 2)
+        #expect(published.err.hasPrefix("Error: \(path)/css/a\\xFF.js: the file name is not UTF-8, which an asset key must be\n"), "\(published.err)")
+        #expect(!FileManager.default.fileExists(atPath: server + "/updates"))
+    }
+
+    /// A publish killed while it copies an asset leaves `assets/.incoming-UUID`; the next
+    /// publish takes it back and goes through.
+    @Test func aPublishKilledMidCopyLeavesNothingForTheNextOne() throws {
+        let path = try bundle("big", "one")
+        try Data(count: 64 << 20).write(to: URL(fileURLWithPath: path + "/big.bin"))
+        let process = try spawnEventlog(["deploy", "publish", path, "--to", server, "--runtime-version", "1.0", "--id", "v1"])
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        func incoming() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: server + "/assets")) ?? []).filter { $0.hasPrefix(".incoming-") }
+        }
+        while process.isRunning, incoming().isEmpty { usleep(1_000) }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == SIGKILL, "the publish ended before it was killed mid-copy")
+        #expect(incoming().count == 1)
+        let again = eventlog(["deploy", "publish", path, "--to", server, "--runtime-version", "1.0", "--id", "v1"])
+        #expect(again.code == 0, "\(again.err)")
+        #expect(incoming().isEmpty)
+    }
+
     @Test func refusalsExitOneAndLeaveWorkingAlone() throws {
         _ = eventlog(["deploy", "publish", try bundle("v1", "one"), "--to", server, "--runtime-version", "1.0", "--id", "v1"])
         _ = deploy("deliver")
@@ -150,5 +186,64 @@ struct DeployCommandTests {
         #expect(deploy("confirm").code == 0)
         #expect(eventlog(["replay", "--verify", "--db", db]).code == 0)
         #expect(eventlog(["verify", "--db", db]).code == 0)
+    }
+
+    /// SIGKILL at random moments of a rollback (a launch that finds v2 unconfirmed) and of a
+    /// confirmation, with the built binary: after each kill the next command completes, the
+    /// log and the app directory agree, and a rolled-back update is never installed again.
+    @Test(arguments: ["deliver", "confirm"])
+    func killedAtRandomMomentsTheLogAndTheDirectoryAgree(_ action: String) throws {
+        // Names of this case's own: the cases may share one temporary directory.
+        let server = dir.file("\(action)-server")
+        let v1 = eventlog(["deploy", "publish", try bundle("\(action)-v1", "one"), "--to", server, "--runtime-version", "1.0", "--id", "v1"])
+        let v2 = eventlog(["deploy", "publish", try bundle("\(action)-v2", "two"), "--to", server, "--runtime-version", "1.0", "--id", "v2"])
+        #expect(v1.code == 0 && v2.code == 0)
+        let current = server + "/updates/1.0/current"
+        var longest = 0.0
+        for round in 0..<16 {
+            let db = dir.file("\(action)-\(round).lmdb"), app = dir.file("\(action)-\(round)-app")
+            func run(_ action: String) -> Outcome {
+                eventlog(["deploy", action, "--db", db, "--server", server, "--app-dir", app, "--runtime-version", "1.0", "--json"])
+            }
+            try Data("v1\n".utf8).write(to: URL(fileURLWithPath: current))
+            #expect(run("deliver").code == 0 && run("confirm").code == 0)
+            try Data("v2\n".utf8).write(to: URL(fileURLWithPath: current))
+            #expect(run("deliver").code == 0)
+            // The first round runs to the end, to learn how long the command takes.
+            let process = try spawnEventlog(["deploy", action, "--db", db, "--server", server, "--app-dir", app, "--runtime-version", "1.0"])
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            let started = Date()
+            try process.run()
+            if round > 0 {
+                usleep(UInt32.random(in: 0...UInt32(longest * 1_000_000)))
+                // Only a child still running: the id of one that ended may be another process's.
+                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            }
+            process.waitUntilExit()
+            if round == 0 { longest = Date().timeIntervalSince(started) }
+            // The next command completes, and leaves the log and the directory agreeing.
+            let status = run("status")
+            #expect(status.code == 0, "round \(round): \(status.err)")
+            let json = try StateValue(json: status.out)
+            #expect(json["deploy.workingUpdate"] ?? .null == json["appDirectory.working"], "round \(round): \(status.out)")
+            #expect(json["deploy.pendingUpdate"] ?? .null == json["appDirectory.pending"], "round \(round): \(status.out)")
+            switch action {
+            case "deliver":
+                let next = run("deliver")
+                #expect(next.code == 0, "round \(round): \(next.err)")
+                #expect(try String(contentsOfFile: app + "/working/index.html", encoding: .utf8) == "one", "round \(round): v2 was installed again")
+                #expect(try StateValue(json: next.out)["deploy.rejectedUpdates.v2"] != nil, "round \(round)")
+            default:
+                let next = run("confirm")
+                #expect(next.code == 0 || next.err.hasPrefix("Error: no install is pending confirmation"), "round \(round): \(next.err)")
+                let final = run("status")
+                #expect(final.code == 0, "round \(round): \(final.err)")
+                let after = try StateValue(json: final.out)
+                #expect(after["deploy.phase"] == "confirmed" && after["appDirectory.pending"] == .null, "round \(round): \(after)")
+                #expect(after["appDirectory.working"] == "v2")
+            }
+            #expect(eventlog(["replay", "--verify", "--db", db]).code == 0)
+        }
     }
 }

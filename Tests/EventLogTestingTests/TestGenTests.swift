@@ -69,4 +69,49 @@ import Testing
         #expect(eventlog(["testgen", "--from", "2", "--to", "2", "--db", odd]).err
                 == "Error: event #2: cannot rebuild the plan of \"botmessages://nowhere\": botmessages://nowhere: unknown destination 'nowhere' (see 'eventlog routes')\n")
     }
+
+    /// Every name testgen takes prints Swift that parses (`swiftc -parse` on the output); the
+    /// reserved words and the names the test's file uses are refused in one line. The words
+    /// are the reserved and contextual keywords of The Swift Programming Language.
+    @Test func aNameIsSwiftThatParsesOrRefused() throws {
+        let directory = TemporaryDirectory()
+        let db = directory.file("db")
+        #expect(eventlog(["import", here.appendingPathComponent("Fixtures/bots-tab.jsonl").path, "--db", db]).code == 0)
+        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { String($0) + "/swiftc" }
+        let swiftc = try #require(path.first { FileManager.default.isExecutableFile(atPath: $0) }, "swiftc is not on PATH")
+        let reserved = ["associatedtype", "borrowing", "class", "consuming", "deinit", "enum", "extension", "fileprivate", "func", "import",
+                        "init", "inout", "internal", "let", "nonisolated", "open", "operator", "private", "precedencegroup", "protocol",
+                        "public", "rethrows", "static", "struct", "subscript", "typealias", "var", "break", "case", "catch", "continue",
+                        "default", "defer", "do", "else", "fallthrough", "for", "guard", "if", "in", "repeat", "return", "throw", "switch",
+                        "where", "while", "Any", "as", "await", "false", "is", "nil", "self", "Self", "super", "throws", "true", "try", "_"]
+        let contextual = ["associativity", "async", "convenience", "didSet", "dynamic", "final", "get", "indirect", "infix", "lazy", "left",
+                          "mutating", "none", "nonmutating", "optional", "override", "package", "postfix", "precedence", "prefix",
+                          "Protocol", "required", "right", "set", "some", "Type", "unowned", "weak", "willSet", "actor", "any", "each",
+                          "macro", "consume", "copy", "discard", "isolated", "sending", "then", "model", "tester", "engine"]
+        // Parse well but would call or hide something else: refused too.
+        let used = ["await", "Testing", "EventLog", "EventLogTesting", "Effects", "DemoMessenger", "StateValue", "TraceTester", "MessengerModel", "MessengerRouter", "Test"]
+        for word in reserved + contextual + used {
+            let result = eventlog(["testgen", "--from", "2", "--name", word, "--db", db])
+            if reserved.contains(word) || used.contains(word) {
+                #expect(result.code == 2, "\(word)")
+            }
+            guard result.code == 0 else {
+                // One line of error, then the usage line.
+                let first = result.err.split(separator: "\n").first ?? ""
+                #expect(result.code == 2 && first.hasPrefix("Error: --name \(word) ") && first.hasSuffix("; choose another name")
+                        && result.err.hasPrefix(first + "\nUsage: "), "\(word): \(result.err)")
+                continue
+            }
+            let file = directory.file("\(word).swift")
+            try Data(result.out.utf8).write(to: URL(fileURLWithPath: file))
+            let parse = Process()
+            parse.executableURL = URL(fileURLWithPath: swiftc)
+            parse.arguments = ["-parse", file]
+            parse.standardOutput = FileHandle.nullDevice
+            parse.standardError = FileHandle.nullDevice
+            try parse.run()
+            parse.waitUntilExit()
+            #expect(parse.terminationStatus == 0, "testgen --name \(word) printed Swift that does not parse")
+        }
+    }
 }

@@ -42,6 +42,33 @@ final class ObjectsHarness {
 }
 
 @Suite struct ObjectStoreTests {
+    /// A state the store accepted stays deletable: a save that would grow an object past what
+    /// its delete (which records the whole object) can hold is refused, each save fitting on
+    /// its own; a collection too large for one deleteAll event is deleted object by object.
+    @Test func everyObjectTheStoreAcceptsCanBeDeleted() throws {
+        let harness = try ObjectsHarness()
+        let nine = StateValue.string(String(repeating: "a", count: 9 << 20))
+        try harness.objects.save(["id": "big", "first": nine], in: "Blob")
+        let error = try #require(throws: EventStoreError.self) { try harness.objects.save(["id": "big", "first": nine, "second": nine], in: "Blob") }
+        guard case .limitExceeded(let reason) = error else { Issue.record("\(error)"); return }
+        #expect(reason.hasPrefix("Blob \"big\" would be too large to delete (the event takes "), "\(reason)")
+        #expect(try harness.objects.fetch("Blob", id: "big")?["version"] == 1)
+        try harness.objects.delete("Blob", id: "big")
+        #expect(try harness.objects.fetch("Blob", id: "big") == nil)
+
+        let six = StateValue.string(String(repeating: "b", count: 6 << 20))
+        for id in ["x", "y", "z"] { try harness.objects.save(["id": .string(id), "data": six], in: "Blob") }
+        let before = try harness.store.lastSeq()
+        #expect(try harness.objects.deleteAll("Blob") == 3)
+        var types: [String] = []
+        try harness.store.forEachRecord(from: before + 1) { types.append($0.event.type); return true }
+        #expect(types == ["delete", "delete", "delete"])
+        #expect(try harness.objects.fetchAll("Blob").objects.isEmpty)
+        let difference = try harness.objects.problem(against: nil)
+        #expect(difference == nil, "\(difference ?? "")")
+        #expect(try harness.store.verify().isOK)
+    }
+
     /// A read-only store of a log without a read model reads objects from the log's state, and
     /// verifying finds nothing to disagree with, rather than every object missing.
     @Test func aReadOnlyStoreWithoutAReadModelHasNothingToVerify() throws {

@@ -275,3 +275,14 @@ extension EventRecord {
         self = try RecordCodec.decode(storedBytes, seq: seq)
     }
 }
+
+extension Event {
+    /// Why this event, appended at `time`, would break `StateLimits` (what `AppendBatch.append`
+    /// would throw for it), or `nil`: for a layer that must know an event it will need later
+    /// (an object's delete) can be recorded, before it accepts what would make it too large.
+    package func limitExceeded(at time: Timestamp) -> EventStoreError? {
+        var writer = BinaryWriter()
+        let encoded = RecordCodec.encode(self, seq: 1, time: time, into: &writer)
+        return encoded.limitExceeded(recordBytes: writer.count)
+    }
+}
