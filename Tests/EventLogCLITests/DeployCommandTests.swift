@@ -19,7 +19,7 @@ struct DeployCommandTests {
         return path
     }
 
-    func deploy(_ action: String, _ extra: [String] = []) -> Outcome {
+    func deploy(_ action: String, _ extra: [String] = []) -> CommandOutcome {
         eventlog(["deploy", action, "--db", db, "--server", server, "--app-dir", app, "--runtime-version", "1.0"] + extra)
     }
 
@@ -203,7 +203,7 @@ struct DeployCommandTests {
         var longest = 0.0
         for round in 0..<16 {
             let db = dir.file("\(action)-\(round).lmdb"), app = dir.file("\(action)-\(round)-app")
-            func run(_ action: String) -> Outcome {
+            func run(_ action: String) -> CommandOutcome {
                 eventlog(["deploy", action, "--db", db, "--server", server, "--app-dir", app, "--runtime-version", "1.0", "--json"])
             }
             try Data("v1\n".utf8).write(to: URL(fileURLWithPath: current))

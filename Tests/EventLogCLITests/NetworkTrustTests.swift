@@ -30,7 +30,7 @@ struct NetworkTrustTests {
         return server
     }
 
-    func deploy(_ action: String, server: String, _ extra: [String] = []) -> Outcome {
+    func deploy(_ action: String, server: String, _ extra: [String] = []) -> CommandOutcome {
         eventlog(["deploy", action, "--db", db, "--server", server, "--app-dir", app, "--runtime-version", "1.0", "--timeout", "5"] + extra)
     }
 

@@ -4,20 +4,20 @@ import Foundation
 @testable import EventLogCLI
 
 /// What one command printed and returned.
-struct Outcome {
+struct CommandOutcome {
     var code: Int32
     var out: String
     var err: String
 }
 
 /// Runs `eventlog` in-process with captured streams.
-func eventlog(_ arguments: [String], stdin: String = "", environment: [String: String] = [:]) -> Outcome {
+func eventlog(_ arguments: [String], stdin: String = "", environment: [String: String] = [:]) -> CommandOutcome {
     let out = Captured()
     let err = Captured()
     var input: Data? = Data(stdin.utf8)
     let console = Console(stdout: out.append, stderr: err.append, stdin: { defer { input = nil }; return input })
     let code = EventLogCLI.run(arguments, environment: environment, console: console, app: .demo)
-    return Outcome(code: code, out: out.text, err: err.text)
+    return CommandOutcome(code: code, out: out.text, err: err.text)
 }
 
 /// Text that threads may add to.
@@ -63,7 +63,7 @@ func spawnEventlog(_ arguments: [String], executable: String = "eventlog", envir
 /// Runs the built executable to the end with `stdin` as its input (none when `nil`), reading
 /// both pipes before waiting.
 func runEventlog(_ arguments: [String], executable: String = "eventlog", stdin: String? = nil, environment: [String: String] = [:],
-                 fileSizeLimit: Int? = nil) throws -> Outcome {
+                 fileSizeLimit: Int? = nil) throws -> CommandOutcome {
     let process = try spawnEventlog(arguments, executable: executable, environment: environment, fileSizeLimit: fileSizeLimit)
     let out = Pipe()
     let err = Pipe()
@@ -95,7 +95,7 @@ func runEventlog(_ arguments: [String], executable: String = "eventlog", stdin: 
     let outData = out.fileHandleForReading.readDataToEndOfFile()
     errRead.wait()
     process.waitUntilExit()
-    return Outcome(code: process.terminationStatus, out: String(decoding: outData, as: UTF8.self), err: String(decoding: errData.withLock { $0 }, as: UTF8.self))
+    return CommandOutcome(code: process.terminationStatus, out: String(decoding: outData, as: UTF8.self), err: String(decoding: errData.withLock { $0 }, as: UTF8.self))
 }
 
 /// JSON lines for `count` events that count `key` up from `start`.
