@@ -4,7 +4,7 @@ import EventLogCLI
 import Foundation
 import HTTPFetch
 
-/// `eventlog deploy ACTION`: the deploy client of one app install, and the publisher.
+/// `eventlog deploy SUBCOMMAND`: the deploy client of one app install, and the publisher.
 enum DeployCommands {
     static let all: [CommandSpec] = [deploy]
 
@@ -12,19 +12,6 @@ enum DeployCommands {
         name: "deploy",
         summary: "Ship web bundles into an app directory over Expo Updates v1; every transition is an event.",
         discussion: """
-            Actions:
-              check         ask the server for a newer update (newDeployAvailable, noNewDeploy, checkFailed)
-              download      download the checked (or newest) update into holding, each asset's SHA-256
-                            checked while it streams to disk
-              install       swap holding into working in one rename; the install is pending until confirm
-              deliver       an app launch: roll back an install still pending, install holding, then the
-                            launch behaviour (default reloadNewDeploy: check, download, install, reload)
-              foreground    entering the foreground: the foreground behaviour (default checkNewDeploy) once
-                            a day has passed since the last check
-              confirm       the app launched the new install well: it is no longer pending
-              status        the deploy state and the app directory's links
-              publish DIR   write the bundle DIR (hidden files left out) as an update into --to SERVER_DIR
-                            (serve it with tools/update-server.py, or give the directory itself as --server)
             The app directory holds updates/ID/ (complete updates), holding and working (links to
             them) and pending; a crash at any point leaves the old or the new working bundle whole,
             and the next command finishes or undoes the swap and records which (installRecovered).
@@ -36,51 +23,57 @@ enum DeployCommands {
             leaves working untouched, and exits 1. The project token (--project-token, else
             $EVENTLOG_PROJECT_TOKEN) is sent as "Authorization: Bearer TOKEN".
             """,
-        arguments: [
-            .init(name: "ACTION", help: "check, download, install, deliver, foreground, confirm, status or publish."),
-            .init(name: "BUNDLE_DIR", help: "publish: the web bundle to publish.", isOptional: true),
-        ],
-        options: [
-            .init(name: "server", value: "URL|DIR", help: "The manifest URL of an Expo Updates v1 server, or a published directory."),
-            .init(name: "app-dir", value: "DIR", help: "The app install's directory (default ./app)."),
-            .init(name: "runtime-version", value: "V", help: "The native app's runtime version: only updates for it are offered."),
-            .init(name: "platform", value: "P", help: "ios (default) or android."),
-            .init(name: "project-token", value: "TOKEN", help: "Sent as Authorization: Bearer TOKEN."),
-            .init(name: "launch-behavior", value: "B", help: "deliver: none, checkNewDeploy, downloadNewDeploy or reloadNewDeploy (default)."),
-            .init(name: "foreground-behavior", value: "B", help: "foreground: the same choices (default checkNewDeploy)."),
-            .init(name: "timeout", value: "SECONDS", help: "How long the server may stay silent (default 30)."),
-            .init(name: "deadline", value: "SECONDS", help: "How long a manifest request, or an update's whole download, may take (default 600)."),
-            .init(name: "to", value: "SERVER_DIR", help: "publish: the server directory to write into."),
-            .init(name: "id", value: "ID", help: "publish: the update id (default a new UUID)."),
-            .init(name: "launch-asset", value: "PATH", help: "publish: the page the web view loads (default index.html)."),
-        ],
-        writes: true
-    ) { arguments, context in
-        let action = arguments.positionals[0]
-        let bundle = arguments.positionals.count > 1 ? arguments.positionals[1] : nil
-        if action != "publish", let bundle { throw CLIError.usage("unexpected argument '\(bundle)'") }
-        switch action {
-        case "publish":
-            return try publish(bundle, arguments, context)
-        case "check", "download", "install", "deliver", "foreground", "confirm", "status":
-            let client = try makeClient(arguments, context, needsServer: !["install", "confirm", "status"].contains(action),
-                                        createsAppDirectory: ["check", "download", "deliver", "foreground"].contains(action))
+        subcommands: [
+            lifecycle("check", "Ask the server for a newer update (newDeployAvailable, noNewDeploy, checkFailed).",
+                      needsServer: true, createsAppDirectory: true) { client in try client.check(); return nil },
+            lifecycle("download", "Download the checked (or newest) update into holding, each asset's SHA-256 checked as it streams to disk.",
+                      needsServer: true, createsAppDirectory: true) { client in try client.download(); return nil },
+            lifecycle("install", "Swap holding into working in one rename; the install is pending until confirm.",
+                      needsServer: false, createsAppDirectory: false) { client in
+                try client.install() == nil && client.state()["phase"] != "installFailed" ? "holding is empty: nothing to install" : nil
+            },
+            lifecycle("deliver", "An app launch: roll back an install still pending, install holding, then the launch behaviour"
+                      + " (default reloadNewDeploy: check, download, install, reload).",
+                      options: [behaviorOption("launch-behavior", "none, checkNewDeploy, downloadNewDeploy or reloadNewDeploy (default).")],
+                      needsServer: true, createsAppDirectory: true) { client in try client.deliver(); return nil },
+            lifecycle("foreground", "Entering the foreground: the foreground behaviour (default checkNewDeploy) once a day has passed since the last check.",
+                      options: [behaviorOption("foreground-behavior", "The same choices as --launch-behavior (default checkNewDeploy).")],
+                      needsServer: true, createsAppDirectory: true) { client in try client.enterForeground(); return nil },
+            lifecycle("confirm", "The app launched the new install well: it is no longer pending.",
+                      needsServer: false, createsAppDirectory: false) { client in try client.confirmLaunch(); return nil },
+            lifecycle("status", "The deploy state and the app directory's links (finishing a change a crash cut short).",
+                      needsServer: false, createsAppDirectory: false, showsStatus: true) { client in try client.recover(); return nil },
+            publish,
+        ]
+    )
+
+    /// The options every lifecycle subcommand takes.
+    static let clientOptions: [CommandSpec.Option] = [
+        .init(name: "server", value: "URL|DIR", help: "The manifest URL of an Expo Updates v1 server, or a published directory."),
+        .init(name: "app-dir", value: "DIR", help: "The app install's directory (default ./app)."),
+        .init(name: "runtime-version", value: "V", help: "The native app's runtime version: only updates for it are offered."),
+        .init(name: "platform", value: "P", help: "ios (default) or android."),
+        .init(name: "project-token", value: "TOKEN", help: "Sent as Authorization: Bearer TOKEN."),
+        .init(name: "timeout", value: "SECONDS", help: "How long the server may stay silent (default 30)."),
+        .init(name: "deadline", value: "SECONDS", help: "How long a manifest request, or an update's whole download, may take (default 600)."),
+    ]
+
+    static func behaviorOption(_ name: String, _ help: String) -> CommandSpec.Option {
+        CommandSpec.Option(name: name, value: "B", help: help)
+    }
+
+    /// A subcommand that runs one call of the client's lifecycle, prints the events it
+    /// recorded (or the status), and exits 1 when one of them is a refusal.
+    /// - Parameter call: Makes the call; returns a failure to report as bad input, or `nil`.
+    static func lifecycle(_ name: String, _ summary: String, options: [CommandSpec.Option] = [], needsServer: Bool,
+                          createsAppDirectory: Bool, showsStatus: Bool = false,
+                          call: @escaping @Sendable (DeployClient) throws -> String?) -> CommandSpec {
+        CommandSpec(name: name, summary: summary, options: clientOptions + options, writes: true) { arguments, context in
+            let client = try makeClient(arguments, context, needsServer: needsServer, createsAppDirectory: createsAppDirectory,
+                                        behaviors: options.map(\.name))
             let first = try attempt { try client.store.lastSeq() } + 1
-            var failure: String?
-            try attempt(writingTo: context.databasePath) {
-                do {
-                    switch action {
-                    case "check": try client.check()
-                    case "download": try client.download()
-                    case "install": if try client.install() == nil, try client.state()["phase"] != "installFailed" { failure = "holding is empty: nothing to install" }
-                    case "deliver": try client.deliver()
-                    case "foreground": try client.enterForeground()
-                    case "confirm": try client.confirmLaunch()
-                    default: try client.recover()
-                    }
-                } catch let error as DeployError {
-                    throw cliError(error)
-                }
+            let failure = try attempt(writingTo: context.databasePath) { () throws -> String? in
+                do { return try call(client) } catch let error as DeployError { throw cliError(error) }
             }
             let records = try attempt { () throws -> [EventRecord] in
                 var records: [EventRecord] = []
@@ -97,7 +90,7 @@ enum DeployCommands {
                 context.printJSON(["events": .array(records.map(\.jsonValue)), "deploy": state, "appDirectory": .object(links)])
             } else {
                 for record in records { context.console.row(Render.logLine(record, colors: context.console.usesColors)) }
-                if action == "status" || records.isEmpty {
+                if showsStatus || records.isEmpty {
                     context.console.line("phase \(Render.escaped(state["phase"]?.stringValue ?? "none"))  working \(Render.escaped(links[AppDirectory.working]?.stringValue ?? "embedded"))  holding \(Render.escaped(links[AppDirectory.holding]?.stringValue ?? "empty"))  pending \(Render.escaped(links["pending"]?.stringValue ?? "none"))")
                 }
             }
@@ -109,14 +102,26 @@ enum DeployCommands {
                 throw CLIError.problem("\(failure.event.type): \(failure.event.payload["reason"]?.stringValue ?? "")")
             }
             return .ok
-        default:
-            throw CLIError.usage("unknown action '\(action)'; the actions are check, download, install, deliver, foreground, confirm, status, publish")
         }
     }
 
-    private static func publish(_ bundle: String?, _ arguments: ParsedArguments, _ context: CommandContext) throws(CLIError) -> ExitCode {
-        guard let bundle else { throw CLIError.usage("deploy publish needs the bundle directory") }
-        guard let serverDirectory = arguments.value("to") else { throw CLIError.usage("deploy publish needs --to SERVER_DIR") }
+    static let publish = CommandSpec(
+        name: "publish",
+        summary: "Write a web bundle (hidden files left out) as an update into a server directory.",
+        discussion: "Serve the directory with tools/update-server.py, or give the directory itself to the client as --server.",
+        arguments: [.init(name: "BUNDLE_DIR", help: "The web bundle to publish.")],
+        options: [
+            .init(name: "server-dir", value: "SERVER_DIR", help: "The server directory to write into.", formerNames: ["to"]),
+            .init(name: "runtime-version", value: "V", help: "The native runtime version the update is for."),
+            .init(name: "id", value: "ID", help: "The update id (default a new UUID)."),
+            .init(name: "launch-asset", value: "PATH", help: "The page the web view loads (default index.html)."),
+        ]
+    ) { arguments, context in
+        try publish(arguments.positionals[0], arguments, context)
+    }
+
+    private static func publish(_ bundle: String, _ arguments: ParsedArguments, _ context: CommandContext) throws(CLIError) -> ExitCode {
+        guard let serverDirectory = arguments.value("server-dir") else { throw CLIError.usage("deploy publish needs --server-dir SERVER_DIR") }
         guard let runtime = arguments.value("runtime-version") else { throw CLIError.usage("deploy publish needs --runtime-version V") }
         // Interrupted, the publish stops and takes back what it added before the process ends.
         let signals = InterruptSignals()
@@ -150,8 +155,10 @@ enum DeployCommands {
         }
     }
 
+    /// The client a lifecycle subcommand's arguments describe; `behaviors` are the behaviour
+    /// options it declares.
     private static func makeClient(_ arguments: ParsedArguments, _ context: CommandContext, needsServer: Bool,
-                                   createsAppDirectory: Bool) throws(CLIError) -> DeployClient {
+                                   createsAppDirectory: Bool, behaviors: [String]) throws(CLIError) -> DeployClient {
         guard let runtime = arguments.value("runtime-version") else { throw CLIError.usage("deploy needs --runtime-version V") }
         let serverText = arguments.value("server")
         if needsServer, serverText == nil { throw CLIError.usage("deploy needs --server URL|DIR") }
@@ -159,7 +166,8 @@ enum DeployCommands {
             throw CLIError.usage("--server: \(problem)")
         }
         func behavior(_ name: String) throws(CLIError) -> DeployBehavior? {
-            try arguments.value(name).map { (text) throws(CLIError) in
+            guard behaviors.contains(name) else { return nil }
+            return try arguments.value(name).map { (text) throws(CLIError) in
                 guard let behavior = DeployBehavior(rawValue: text) else {
                     throw CLIError.usage("--\(name) must be one of \(DeployBehavior.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(text)\"")
                 }

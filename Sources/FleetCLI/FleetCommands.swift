@@ -10,6 +10,12 @@ enum FleetCommands {
     static let streamOption = CommandSpec.Option(name: "stream", value: "NAME", help: "The JetStream stream (default EVENTLOG).")
     static let timeoutOption = CommandSpec.Option(name: "timeout", value: "SECONDS", help: "How long the server may take to answer (default 5).")
 
+    /// `--servers URLS`, which `ship` called `--to` and `pull` and `fleet` called `--from`.
+    static func serversOption(formerly former: String) -> CommandSpec.Option {
+        CommandSpec.Option(name: "servers", value: "URLS", help: "The NATS servers: nats://host:port, several comma-separated (else $EVENTLOG_NATS).",
+                           formerNames: [former])
+    }
+
     static let ship = CommandSpec(
         name: "ship",
         summary: "Publish the log's records that the stream does not hold yet to NATS JetStream.",
@@ -26,10 +32,10 @@ enum FleetCommands {
             storage) is refused.
             A record over the server's max_payload stops the shipping there, saying so. A server
             that cannot be reached exits 3; shipping again resumes.
-              eventlog ship --to nats://127.0.0.1:4222 --follow
+              eventlog ship --servers nats://127.0.0.1:4222 --follow
             """,
         options: [
-            .init(name: "to", value: "URLS", help: "The NATS servers: nats://host:port, several comma-separated (else $EVENTLOG_NATS)."),
+            serversOption(formerly: "to"),
             streamOption,
             .init(name: "replicas", value: "N", help: "The copies a new stream keeps (default 1; 3 on a cluster of three)."),
             .init(name: "follow", value: nil, help: "Then ship each new event as it commits, until Ctrl-C."),
@@ -38,7 +44,7 @@ enum FleetCommands {
         writes: true
     ) { arguments, context in
         let store = try context.openStore(writable: true)
-        var shipper = Shipper(store: store, servers: try servers(arguments, "to"))
+        var shipper = Shipper(store: store, servers: try servers(arguments))
         shipper.stream = try stream(arguments)
         shipper.replicas = try arguments.count("replicas") ?? 1
         guard shipper.replicas <= 5 else { throw CLIError.usage("--replicas must be at most 5 (JetStream's limit), not \(shipper.replicas)") }
@@ -67,10 +73,10 @@ enum FleetCommands {
             byte for byte (another history of the log, a fork, is refused, changing nothing). Every
             record's checksum is checked, seqs must follow on without a gap, and writes are checked
             against the state; the copy exports byte for byte as the original.
-              eventlog pull --from nats://127.0.0.1:4222 --log 3f2a…-… --db ./install-42.lmdb
+              eventlog pull --servers nats://127.0.0.1:4222 --log 3f2a…-… --db ./install-42.lmdb
             """,
         options: [
-            .init(name: "from", value: "URLS", help: "The NATS servers (else $EVENTLOG_NATS)."),
+            serversOption(formerly: "from"),
             .init(name: "log", value: "ID", help: "The log's id (eventlog fleet list; eventlog info shows a log's own)."),
             streamOption,
             .init(name: "follow", value: nil, help: "Then copy each new record as it arrives, until Ctrl-C."),
@@ -80,7 +86,7 @@ enum FleetCommands {
     ) { arguments, context in
         guard let text = arguments.value("log") else { throw CLIError.usage("pull needs --log ID (see eventlog fleet list)") }
         guard let logID = UUID(uuidString: text) else { throw CLIError.usage("--log must be a log id (a UUID), not \"\(Render.escaped(text))\"") }
-        var puller = Puller(servers: try servers(arguments, "from"))
+        var puller = Puller(servers: try servers(arguments))
         puller.stream = try stream(arguments)
         puller.timeout = try arguments.seconds("timeout") ?? 5
         let store = try context.openStore(writable: true)
@@ -103,34 +109,35 @@ enum FleetCommands {
         name: "fleet",
         summary: "The logs in a NATS JetStream stream: list them, or bisect them all with one predicate.",
         discussion: """
-            Actions:
-              list      every log in the stream: its id, events and newest event's time
-              bisect    copy each log (--logs, else all) into a scratch directory and find the first
-                        event after which --where holds, as 'eventlog bisect --where' does, as many
-                        logs at once as there are cores; then a summary: how many logs reached the
-                        state, the earliest, and the commonest cause
             A message on a log's subject that is not one of its records is reported on stderr (log,
             stream seq) and skipped; the other logs are listed and searched all the same.
-              eventlog fleet bisect --from nats://127.0.0.1:4222 --where 'messenger.selectedTab == "bots" && messenger.listFilter == null'
             """,
-        arguments: [.init(name: "ACTION", help: "list or bisect.")],
-        options: [
-            .init(name: "from", value: "URLS", help: "The NATS servers (else $EVENTLOG_NATS)."),
-            streamOption,
-            .init(name: "where", value: "EXPR", help: "bisect: the bad state, as for eventlog bisect --where."),
-            .init(name: "logs", value: "ID[,ID…]", help: "bisect: only these logs."),
-            timeoutOption,
+        subcommands: [
+            fleetSubcommand("list", "Every log in the stream: its id, events and newest event's time.") { fleet, _, context in
+                try list(fleet, context)
+            },
+            fleetSubcommand("bisect", "Copy each log (--logs, else all) into a scratch directory and find the first event after which"
+                            + " --where holds, as many logs at once as there are cores; then how many logs reached the state, the"
+                            + " earliest, and the commonest cause.",
+                            discussion: #"  eventlog fleet bisect --servers nats://127.0.0.1:4222 --where 'messenger.selectedTab == "bots" && messenger.listFilter == null'"#,
+                            options: [.init(name: "where", value: "EXPR", help: "The bad state, as for eventlog bisect --where."),
+                                      .init(name: "logs", value: "ID[,ID…]", help: "Only these logs.")]) { fleet, arguments, context in
+                try bisect(fleet, arguments, context)
+            },
         ]
-    ) { arguments, context in
-        var fleet = Fleet(servers: try servers(arguments, "from"))
-        fleet.stream = try stream(arguments)
-        fleet.timeout = try arguments.seconds("timeout") ?? 5
-        let console = context.console
-        fleet.foreign = { notice in console.error("warning: \(notice)\n") }
-        switch arguments.positionals[0] {
-        case "list": return try list(fleet, context)
-        case "bisect": return try bisect(fleet, arguments, context)
-        case let other: throw CLIError.usage("unknown fleet action '\(Render.escaped(other))' (expected list or bisect)")
+    )
+
+    /// A `fleet` subcommand: the fleet its servers, stream and timeout describe, handed to `run`.
+    static func fleetSubcommand(_ name: String, _ summary: String, discussion: String? = nil, options: [CommandSpec.Option] = [],
+                                run: @escaping @Sendable (Fleet, ParsedArguments, CommandContext) throws -> ExitCode) -> CommandSpec {
+        CommandSpec(name: name, summary: summary, discussion: discussion,
+                    options: [serversOption(formerly: "from"), streamOption] + options + [timeoutOption]) { arguments, context in
+            var fleet = Fleet(servers: try servers(arguments))
+            fleet.stream = try stream(arguments)
+            fleet.timeout = try arguments.seconds("timeout") ?? 5
+            let console = context.console
+            fleet.foreign = { notice in console.error("warning: \(notice)\n") }
+            return try run(fleet, arguments, context)
         }
     }
 
@@ -240,14 +247,14 @@ enum FleetCommands {
         return "\(record.event.origin) \(record.event.stream)/\(record.event.type)"
     }
 
-    private static func servers(_ arguments: ParsedArguments, _ option: String) throws(CLIError) -> String {
-        guard let servers = arguments.value(option) ?? ProcessInfo.processInfo.environment["EVENTLOG_NATS"], !servers.isEmpty else {
-            throw CLIError.usage("give the NATS servers with --\(option) nats://host:port (or $EVENTLOG_NATS)")
+    private static func servers(_ arguments: ParsedArguments) throws(CLIError) -> String {
+        guard let servers = arguments.value("servers") ?? ProcessInfo.processInfo.environment["EVENTLOG_NATS"], !servers.isEmpty else {
+            throw CLIError.usage("give the NATS servers with --servers nats://host:port (or $EVENTLOG_NATS)")
         }
         for url in servers.split(separator: ",") {
             guard let parsed = URLComponents(string: String(url)), ["nats", "tls"].contains(parsed.scheme ?? ""), parsed.host?.isEmpty == false,
                   (parsed.port ?? 4222) > 0, (parsed.port ?? 4222) <= 65_535 else {
-                throw CLIError.usage("--\(option): \"\(Render.escaped(String(url)))\" is not a NATS server URL (nats://host:port)")
+                throw CLIError.usage("--servers: \"\(Render.escaped(String(url)))\" is not a NATS server URL (nats://host:port)")
             }
         }
         return servers

@@ -26,7 +26,7 @@ struct DeployCommandTests {
     var working: String? { try? String(contentsOfFile: app + "/working/index.html", encoding: .utf8) }
 
     @Test func publishDeliverConfirmAndStatus() throws {
-        let published = eventlog(["deploy", "publish", try bundle("v1", "one"), "--to", server, "--runtime-version", "1.0", "--id", "v1"])
+        let published = eventlog(["deploy", "publish", try bundle("v1", "one"), "--server-dir", server, "--runtime-version", "1.0", "--id", "v1"])
         #expect(published.code == 0, "\(published.err)")
         #expect(published.out == "published update v1 for runtime version 1.0 into \(server): 2 assets\n")
         let delivered = deploy("deliver")
@@ -51,7 +51,7 @@ struct DeployCommandTests {
         let fd = name.withUnsafeBufferPointer { $0.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_WRONLY | O_CREAT | O_EXCL, 0o644) } }
         #expect(fd >= 0)
         close(fd)
-        let published = eventlog(["deploy", "publish", path, "--to", server, "--runtime-version", "1.0", "--id", "v1"])
+        let published = eventlog(["deploy", "publish", path, "--server-dir", server, "--runtime-version", "1.0", "--id", "v1"])
         #expect(published.code == 2)
         #expect(published.err.hasPrefix("Error: \(path)/css/a\\xFF.js: the file name is not UTF-8, which an asset key must be\n"), "\(published.err)")
         #expect(!FileManager.default.fileExists(atPath: server + "/updates"))
@@ -62,7 +62,7 @@ struct DeployCommandTests {
     @Test func aPublishKilledMidCopyLeavesNothingForTheNextOne() throws {
         let path = try bundle("big", "one")
         try Data(count: 64 << 20).write(to: URL(fileURLWithPath: path + "/big.bin"))
-        let process = try spawnEventlog(["deploy", "publish", path, "--to", server, "--runtime-version", "1.0", "--id", "v1"])
+        let process = try spawnEventlog(["deploy", "publish", path, "--server-dir", server, "--runtime-version", "1.0", "--id", "v1"])
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -74,16 +74,16 @@ struct DeployCommandTests {
         process.waitUntilExit()
         #expect(process.terminationStatus == SIGKILL, "the publish ended before it was killed mid-copy")
         #expect(incoming().count == 1)
-        let again = eventlog(["deploy", "publish", path, "--to", server, "--runtime-version", "1.0", "--id", "v1"])
+        let again = eventlog(["deploy", "publish", path, "--server-dir", server, "--runtime-version", "1.0", "--id", "v1"])
         #expect(again.code == 0, "\(again.err)")
         #expect(incoming().isEmpty)
     }
 
     @Test func refusalsExitOneAndLeaveWorkingAlone() throws {
-        _ = eventlog(["deploy", "publish", try bundle("v1", "one"), "--to", server, "--runtime-version", "1.0", "--id", "v1"])
+        _ = eventlog(["deploy", "publish", try bundle("v1", "one"), "--server-dir", server, "--runtime-version", "1.0", "--id", "v1"])
         _ = deploy("deliver")
         _ = deploy("confirm")
-        let manifest = try StateValue(json: eventlog(["deploy", "publish", try bundle("v2", "two"), "--to", server, "--runtime-version", "1.0", "--id", "v2", "--json"]).out)
+        let manifest = try StateValue(json: eventlog(["deploy", "publish", try bundle("v2", "two"), "--server-dir", server, "--runtime-version", "1.0", "--id", "v2", "--json"]).out)
         let url = try #require(manifest["launchAsset.url"]?.stringValue)
         try Data("tampered".utf8).write(to: URL(fileURLWithPath: server + url))
         let refused = deploy("deliver")
@@ -113,9 +113,9 @@ struct DeployCommandTests {
     }
 
     @Test func aRefusalMidLaunchStillExitsOne() throws {
-        _ = eventlog(["deploy", "publish", try bundle("v1", "one"), "--to", server, "--runtime-version", "1.0", "--id", "v1"])
+        _ = eventlog(["deploy", "publish", try bundle("v1", "one"), "--server-dir", server, "--runtime-version", "1.0", "--id", "v1"])
         #expect(deploy("download").code == 0)
-        let manifest = try StateValue(json: eventlog(["deploy", "publish", try bundle("v2", "two"), "--to", server, "--runtime-version", "1.0", "--id", "v2", "--json"]).out)
+        let manifest = try StateValue(json: eventlog(["deploy", "publish", try bundle("v2", "two"), "--server-dir", server, "--runtime-version", "1.0", "--id", "v2", "--json"]).out)
         try Data("tampered".utf8).write(to: URL(fileURLWithPath: server + (manifest["launchAsset.url"]?.stringValue ?? "")))
         // The launch installs v1 from holding, refuses v2, and reloads v1: the refusal is the result.
         let launch = deploy("deliver")
@@ -135,19 +135,20 @@ struct DeployCommandTests {
 
     @Test func badCommandLines() throws {
         for (arguments, message) in [
-            (["deploy", "launch"], "unknown action 'launch'; the actions are check, download, install, deliver, foreground, confirm, status, publish"),
+            (["deploy", "launch"], "unknown subcommand 'launch' for 'deploy'; the subcommands are: check, download, install, deliver, foreground, confirm, status, publish"),
             (["deploy", "check", "--runtime-version", "1.0"], "deploy needs --server URL|DIR"),
             (["deploy", "check", "--server", server], "deploy needs --runtime-version V"),
             (["deploy", "check", "--server", server, "--runtime-version", "1.0", "--platform", "web"], "the platform must be ios or android, not \"web\""),
             (["deploy", "check", "--server", server, "--runtime-version", "../x"], "the runtime version must be 1 to 255 printable ASCII characters without spaces, / or \\, not \"../x\""),
             (["deploy", "deliver", "--server", server, "--runtime-version", "1", "--launch-behavior", "always"], "--launch-behavior must be one of none, checkNewDeploy, downloadNewDeploy, reloadNewDeploy, not \"always\""),
-            (["deploy", "publish", dir.file("missing"), "--to", server, "--runtime-version", "1"], "\(dir.file("missing")) is not a directory"),
-            (["deploy", "publish", "--to", server, "--runtime-version", "1"], "deploy publish needs the bundle directory"),
+            (["deploy", "publish", dir.file("missing"), "--server-dir", server, "--runtime-version", "1"], "\(dir.file("missing")) is not a directory"),
+            (["deploy", "publish", "--server-dir", server, "--runtime-version", "1"], "missing BUNDLE_DIR"),
             (["deploy", "check", "--server", "http://127.0.0.1:70000/manifest", "--runtime-version", "1"], "--server: port 70000 is outside 1…65535 in http://127.0.0.1:70000/manifest"),
             (["deploy", "check", "--server", "https://", "--runtime-version", "1"], "--server: no host in https://"),
             (["deploy", "check", "--server", server, "--runtime-version", "1", "--project-token", "a\nb"], "the project token must be printable ASCII without spaces"),
         ] {
-            let outcome = eventlog(arguments + ["--db", db, "--app-dir", app])
+            // publish writes a server directory, not an app directory
+            let outcome = eventlog(arguments + ["--db", db] + (arguments.count > 1 && arguments[1] == "publish" ? [] : ["--app-dir", app]))
             #expect(outcome.code == 2, "\(arguments)")
             #expect(outcome.err.hasPrefix("Error: \(message)\n"), "\(outcome.err)")
         }
@@ -157,10 +158,10 @@ struct DeployCommandTests {
     @Test("a crash after each install step leaves a whole working bundle, and the next start finishes or undoes the install",
           arguments: ["recordedWillUpdate", "wrotePending", "switchedWorking", "removedHolding", "recordedDidUpdate"])
     func crashDuringInstall(_ step: String) throws {
-        _ = eventlog(["deploy", "publish", try bundle("v1", "one"), "--to", server, "--runtime-version", "1.0", "--id", "v1"])
+        _ = eventlog(["deploy", "publish", try bundle("v1", "one"), "--server-dir", server, "--runtime-version", "1.0", "--id", "v1"])
         _ = deploy("deliver")
         _ = deploy("confirm")
-        _ = eventlog(["deploy", "publish", try bundle("v2", "two"), "--to", server, "--runtime-version", "1.0", "--id", "v2"])
+        _ = eventlog(["deploy", "publish", try bundle("v2", "two"), "--server-dir", server, "--runtime-version", "1.0", "--id", "v2"])
         #expect(deploy("download").code == 0)
         let crashed = try runEventlog(["deploy", "install", "--db", db, "--app-dir", app, "--runtime-version", "1.0"],
                                       environment: ["EVENTLOG_DEPLOY_CRASH_AFTER": step])
@@ -195,8 +196,8 @@ struct DeployCommandTests {
     func killedAtRandomMomentsTheLogAndTheDirectoryAgree(_ action: String) throws {
         // Names of this case's own: the cases may share one temporary directory.
         let server = dir.file("\(action)-server")
-        let v1 = eventlog(["deploy", "publish", try bundle("\(action)-v1", "one"), "--to", server, "--runtime-version", "1.0", "--id", "v1"])
-        let v2 = eventlog(["deploy", "publish", try bundle("\(action)-v2", "two"), "--to", server, "--runtime-version", "1.0", "--id", "v2"])
+        let v1 = eventlog(["deploy", "publish", try bundle("\(action)-v1", "one"), "--server-dir", server, "--runtime-version", "1.0", "--id", "v1"])
+        let v2 = eventlog(["deploy", "publish", try bundle("\(action)-v2", "two"), "--server-dir", server, "--runtime-version", "1.0", "--id", "v2"])
         #expect(v1.code == 0 && v2.code == 0)
         let current = server + "/updates/1.0/current"
         var longest = 0.0
@@ -245,5 +246,45 @@ struct DeployCommandTests {
             }
             #expect(eventlog(["replay", "--verify", "--db", db]).code == 0)
         }
+    }
+}
+
+/// Subcommands are commands of their own: helped, parsed and failed alike, and former option
+/// names still work for a release, with a note.
+struct SubcommandTests {
+    @Test("help SUB equals SUB --help", arguments: [["deploy", "check"], ["deploy", "publish"], ["objects", "save"], ["fleet", "bisect"]])
+    func helpOfASubcommandIsItsOwn(path: [String]) {
+        let viaHelp = eventlog(["help"] + path)
+        let viaFlag = eventlog(path + ["--help"])
+        #expect(viaHelp.code == 0 && viaFlag.code == 0)
+        #expect(viaHelp.out == viaFlag.out)
+        #expect(viaHelp.out.contains("USAGE: eventlog \(path.joined(separator: " ")) "), "\(viaHelp.out)")
+        #expect(!viaHelp.out.contains("SUBCOMMANDS:"))
+    }
+
+    @Test func aGroupListsItsSubcommandsAndNeedsOne() {
+        let help = eventlog(["deploy", "--help"])
+        #expect(help.out.contains("SUBCOMMANDS:\n  check "), "\(help.out)")
+        #expect(help.out.contains("USAGE: eventlog deploy <subcommand>"))
+        let bare = eventlog(["objects"])
+        #expect(bare.code == 2)
+        #expect(bare.err.hasPrefix("Error: objects needs a subcommand: save, get, list, delete, delete-all\n"), "\(bare.err)")
+        // An option of one subcommand is not another's.
+        let wrong = eventlog(["deploy", "publish", "site", "--server-dir", "x", "--runtime-version", "1", "--app-dir", "a"])
+        #expect(wrong.code == 2 && wrong.err.hasPrefix("Error: unknown option '--app-dir' for 'deploy publish'\n"), "\(wrong.err)")
+    }
+
+    @Test func aFormerOptionNameWorksWithANote() throws {
+        let dir = TemporaryDirectory("former-names")
+        let bundle = dir.file("site")
+        try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
+        try Data("<p>one</p>".utf8).write(to: URL(fileURLWithPath: bundle + "/index.html"))
+        let published = eventlog(["deploy", "publish", bundle, "--to", dir.file("server"), "--runtime-version", "1.0", "--id", "v1"])
+        #expect(published.code == 0, "\(published.err)")
+        #expect(published.err == "warning: --to is now --server-dir for 'deploy publish'; the old name goes in the next release\n")
+        #expect(FileManager.default.fileExists(atPath: dir.file("server/updates/1.0/v1.json")))
+        // Given under both names, it is given twice.
+        let twice = eventlog(["deploy", "publish", bundle, "--to", dir.file("s2"), "--server-dir", dir.file("s3"), "--runtime-version", "1.0"])
+        #expect(twice.code == 2 && twice.err.hasPrefix("Error: --server-dir is given twice\n"), "\(twice.err)")
     }
 }

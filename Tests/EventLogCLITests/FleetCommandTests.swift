@@ -23,7 +23,7 @@ import Testing
 
     /// How many messages the stream holds for each log.
     func streamCounts(_ servers: String) throws -> [String: Int64] {
-        let listed = try runEventlog(["fleet", "list", "--json", "--from", servers])
+        let listed = try runEventlog(["fleet", "list", "--json", "--servers", servers])
         guard listed.code == 0, let logs = try StateValue(json: listed.out)["logs"]?.arrayValue else { return [:] }
         return Dictionary(uniqueKeysWithValues: logs.compactMap { log in
             log["logId"]?.stringValue.flatMap { id in log["events"]?.intValue.map { (id, $0) } }
@@ -43,7 +43,7 @@ import Testing
     /// Pulls `id` into a new database and checks it exports byte for byte as `original`.
     func expectPulledCopyEquals(_ original: String, id: String, from servers: String) throws {
         let copy = dir.file("copy-\(UUID().uuidString)")
-        let pulled = try runEventlog(["pull", "--from", servers, "--log", id, "--db", copy])
+        let pulled = try runEventlog(["pull", "--servers", servers, "--log", id, "--db", copy])
         #expect(pulled.code == 0, "\(pulled.err)")
         #expect(try runEventlog(["verify", "--db", copy]).code == 0)
         let a = try runEventlog(["export", "--db", original]).out, b = try runEventlog(["export", "--db", copy]).out
@@ -55,14 +55,14 @@ import Testing
         let nats = try NATSServers()
         let db = try log("killed", events: 30_000)
         let id = try logID(db)
-        let shipper = try spawnEventlog(["ship", "--to", nats.urls, "--db", db])
+        let shipper = try spawnEventlog(["ship", "--servers", nats.urls, "--db", db])
         shipper.standardOutput = FileHandle.nullDevice
         try shipper.run()
         try waitUntilShipping(id, nats.urls)
         kill(shipper.processIdentifier, SIGKILL)
         shipper.waitUntilExit()
         #expect(shipper.terminationReason == .uncaughtSignal)
-        let again = try runEventlog(["ship", "--to", nats.urls, "--json", "--db", db])
+        let again = try runEventlog(["ship", "--servers", nats.urls, "--json", "--db", db])
         #expect(again.code == 0, "\(again.err)")
         #expect(try StateValue(json: again.out)["through"] == 30_000)
         #expect(try streamCounts(nats.urls)[id] == 30_000)
@@ -72,14 +72,14 @@ import Testing
     @Test func aServerThatIsDownExitsThreeAndShippingResumesWhenItIsBack() throws {
         let nats = try NATSServers()
         let db = try log("down", events: 500)
-        #expect(try runEventlog(["ship", "--to", nats.urls, "--db", db]).code == 0)
+        #expect(try runEventlog(["ship", "--servers", nats.urls, "--db", db]).code == 0)
         nats.kill(0)
         #expect(try runEventlog(["import", "-", "--db", db], stdin: counterEvents(key: "down", count: 100, start: 500)).code == 0)
-        let down = try runEventlog(["ship", "--to", nats.urls, "--timeout", "1", "--db", db])
+        let down = try runEventlog(["ship", "--servers", nats.urls, "--timeout", "1", "--db", db])
         #expect(down.code == 3)
         #expect(down.err.hasPrefix("Error: cannot reach \(nats.urls)") && down.err.split(separator: "\n").count == 1, "\(down.err)")
         try nats.restart(0)
-        let back = try runEventlog(["ship", "--to", nats.urls, "--json", "--db", db])
+        let back = try runEventlog(["ship", "--servers", nats.urls, "--json", "--db", db])
         #expect(try StateValue(json: back.out)["shipped"] == 100, "\(back.err)")
         try expectPulledCopyEquals(db, id: try logID(db), from: nats.urls)
     }
@@ -88,7 +88,7 @@ import Testing
         let nats = try NATSServers(count: 3)
         let db = try log("cluster", events: 20_000)
         let id = try logID(db)
-        let shipper = try spawnEventlog(["ship", "--to", nats.urls, "--replicas", "3", "--db", db])
+        let shipper = try spawnEventlog(["ship", "--servers", nats.urls, "--replicas", "3", "--db", db])
         let output = Pipe()
         shipper.standardOutput = FileHandle.nullDevice
         shipper.standardError = output
@@ -109,13 +109,13 @@ import Testing
         let db = try log("followed", events: 10)
         let id = try logID(db)
         let copy = dir.file("followed-copy")
-        let shipper = try spawnEventlog(["ship", "--to", nats.urls, "--follow", "--db", db])
+        let shipper = try spawnEventlog(["ship", "--servers", nats.urls, "--follow", "--db", db])
         let shipped = Pipe()
         shipper.standardOutput = shipped
         shipper.standardError = FileHandle.nullDevice
         try shipper.run()
         try waitUntilShipping(id, nats.urls)
-        let puller = try spawnEventlog(["pull", "--from", nats.urls, "--log", id, "--follow", "--db", copy])
+        let puller = try spawnEventlog(["pull", "--servers", nats.urls, "--log", id, "--follow", "--db", copy])
         let pulled = Pipe()
         puller.standardOutput = pulled
         puller.standardError = FileHandle.nullDevice
@@ -138,10 +138,10 @@ import Testing
     @Test func fleetBisectFindsTheFirstBadEventOfEveryLog() throws {
         let nats = try NATSServers()
         let a = try log("a", events: 300), b = try log("b", events: 100)
-        for db in [a, b] { #expect(try runEventlog(["ship", "--to", nats.urls, "--db", db]).code == 0) }
-        let listed = try runEventlog(["fleet", "list", "--from", nats.urls])
+        for db in [a, b] { #expect(try runEventlog(["ship", "--servers", nats.urls, "--db", db]).code == 0) }
+        let listed = try runEventlog(["fleet", "list", "--servers", nats.urls])
         #expect(listed.out.hasSuffix("2 logs in EVENTLOG\n"), "\(listed.out)")
-        let found = try runEventlog(["fleet", "bisect", "--from", nats.urls, "--where", "a >= 150 || b >= 150", "--json"])
+        let found = try runEventlog(["fleet", "bisect", "--servers", nats.urls, "--where", "a >= 150 || b >= 150", "--json"])
         #expect(found.code == 0, "\(found.err)")
         let report = try StateValue(json: found.out)
         #expect(report["reached"] == 1 && report["total"] == 2)
@@ -150,7 +150,7 @@ import Testing
         #expect(reached["firstBad"]?["seq"] == 151)
         #expect(logs.first { $0["logId"]?.stringValue == (try? logID(b)) }?["firstBad"] == .null)
         #expect(report["earliest"]?.stringValue == (try logID(a)))
-        let none = try runEventlog(["fleet", "bisect", "--from", nats.urls, "--where", "a >= 1000"])
+        let none = try runEventlog(["fleet", "bisect", "--servers", nats.urls, "--where", "a >= 1000"])
         #expect(none.code == 1)
         #expect(none.out.hasSuffix("0 of 2 logs reached a >= 1000\n"), "\(none.out)")
     }
@@ -162,7 +162,7 @@ import Testing
     @Test func foreignMessagesAreReportedAndSkippedNeverHidingALog() throws {
         let nats = try NATSServers()
         let a = try log("a", events: 300), b = try log("b", events: 100)
-        for db in [a, b] { #expect(try runEventlog(["ship", "--to", nats.urls, "--db", db]).code == 0) }
+        for db in [a, b] { #expect(try runEventlog(["ship", "--servers", nats.urls, "--db", db]).code == 0) }
         let aID = try logID(a), bID = try logID(b)
         try nats.publish(Array("hello".utf8), on: "eventlog." + aID)
         try nats.publish(Array("not a record".utf8), on: "eventlog." + aID, messageID: "\(aID):301")
@@ -173,7 +173,7 @@ import Testing
             "warning: log \(aID), stream seq 402: not one of its records (record 301 is corrupt: ",
             "warning: log \(bID), stream seq 403: not one of its records (record 7000 is corrupt: ",
         ]
-        let listed = try runEventlog(["fleet", "list", "--json", "--from", nats.urls])
+        let listed = try runEventlog(["fleet", "list", "--json", "--servers", nats.urls])
         #expect(listed.code == 0, "\(listed.err)")
         let logs = try #require(try StateValue(json: listed.out)["logs"]?.arrayValue)
         #expect(logs.map { $0["logId"]?.stringValue ?? "" }.sorted() == [aID, bID].sorted())
@@ -182,13 +182,13 @@ import Testing
         for line in expected + ["warning: subject eventlog.nolog, which names no log, stream seq 404: 1 message on it, not a log's records; skipped"] {
             #expect(listed.err.contains(line), "\(line) in \(listed.err)")
         }
-        let found = try runEventlog(["fleet", "bisect", "--from", nats.urls, "--where", "a >= 150 || b >= 150"])
+        let found = try runEventlog(["fleet", "bisect", "--servers", nats.urls, "--where", "a >= 150 || b >= 150"])
         #expect(found.code == 0, "\(found.err)")
         #expect(found.out.contains("1 of 2 logs reached a >= 150 || b >= 150; earliest \(aID) at "), "\(found.out)")
         #expect(found.out.contains("\(aID)  first bad event 151 of 300"), "\(found.out)")
         for line in expected { #expect(found.err.contains(line), "\(line) in \(found.err)") }
         // Only bisect's copy skips: a pull of one log refuses what is not its record.
-        #expect(try runEventlog(["pull", "--from", nats.urls, "--log", aID, "--db", dir.file("strict")]).code == 1)
+        #expect(try runEventlog(["pull", "--servers", nats.urls, "--log", aID, "--db", dir.file("strict")]).code == 1)
     }
 
     /// fleet bisect that finds nothing warns of a path no log's state holds, as bisect
@@ -197,16 +197,16 @@ import Testing
     @Test func fleetBisectWarnsOfAPathNoLogHoldsAndSaysWhichWasMeant() throws {
         let nats = try NATSServers()
         let a = try log("a", events: 30), b = try log("b", events: 10)
-        for db in [a, b] { #expect(try runEventlog(["ship", "--to", nats.urls, "--db", db]).code == 0) }
-        let typo = try runEventlog(["fleet", "bisect", "--from", nats.urls, "--where", "A >= 15"])
+        for db in [a, b] { #expect(try runEventlog(["ship", "--servers", nats.urls, "--db", db]).code == 0) }
+        let typo = try runEventlog(["fleet", "bisect", "--servers", nats.urls, "--where", "A >= 15"])
         #expect(typo.code == 1)
         #expect(typo.err.hasSuffix("warning: no state of the 2 logs searched holds A, which reads as null; did you mean a?\n"), "\(typo.err)")
         let single = try runEventlog(["bisect", "--where", "A >= 15", "--db", a])
         #expect(single.err.hasSuffix(" holds A, which reads as null; did you mean a?\n"), "\(single.err)")
-        let held = try runEventlog(["fleet", "bisect", "--from", nats.urls, "--where", "a >= 100 || b >= 100"])
+        let held = try runEventlog(["fleet", "bisect", "--servers", nats.urls, "--where", "a >= 100 || b >= 100"])
         #expect(held.code == 1)
         #expect(!held.err.contains("warning"), "\(held.err)")
-        let reached = try runEventlog(["fleet", "bisect", "--from", nats.urls, "--where", "a >= 15 || A >= 1"])
+        let reached = try runEventlog(["fleet", "bisect", "--servers", nats.urls, "--where", "a >= 15 || A >= 1"])
         #expect(reached.code == 0)
         #expect(!reached.err.contains("warning"), "\(reached.err)")
     }
@@ -224,7 +224,7 @@ import Testing
         let id = try logID(first)
         #expect(try logID(second) == id)
         let shippers = try [first, second].map { db in
-            let process = try spawnEventlog(["ship", "--to", nats.urls, "--db", db])
+            let process = try spawnEventlog(["ship", "--servers", nats.urls, "--db", db])
             let err = Pipe()
             process.standardOutput = FileHandle.nullDevice
             process.standardError = err
@@ -244,10 +244,10 @@ import Testing
 
     @Test func badFleetInputIsAUsageError() throws {
         let db = try log("usage", events: 1)
-        for arguments in [["ship", "--db", db], ["ship", "--to", "http://x:1", "--db", db], ["ship", "--to", "nats://h:99999", "--db", db],
-                          ["ship", "--to", "nats://h:1", "--stream", "a.b", "--db", db], ["pull", "--from", "nats://h:1", "--db", db],
-                          ["pull", "--from", "nats://h:1", "--log", "nope", "--db", db], ["fleet", "frob", "--from", "nats://h:1"],
-                          ["fleet", "bisect", "--from", "nats://h:1"], ["fleet", "bisect", "--from", "nats://h:1", "--where", "a =="]] {
+        for arguments in [["ship", "--db", db], ["ship", "--servers", "http://x:1", "--db", db], ["ship", "--servers", "nats://h:99999", "--db", db],
+                          ["ship", "--servers", "nats://h:1", "--stream", "a.b", "--db", db], ["pull", "--servers", "nats://h:1", "--db", db],
+                          ["pull", "--servers", "nats://h:1", "--log", "nope", "--db", db], ["fleet", "frob", "--servers", "nats://h:1"],
+                          ["fleet", "bisect", "--servers", "nats://h:1"], ["fleet", "bisect", "--servers", "nats://h:1", "--where", "a =="]] {
             let result = try runEventlog(arguments, environment: ["EVENTLOG_NATS": ""])
             #expect(result.code == 2, "\(arguments): \(result.err)")
             #expect(result.err.hasPrefix("Error: "), "\(arguments): \(result.err)")

@@ -173,7 +173,7 @@ import Testing
         (["import", "-", "--batch", "0"], "Error: --batch must be a positive whole number, not \"0\"\nUsage: eventlog import FILE [--batch N] [--resume] [--db PATH] [--json]\n"),
         (["log", "--db", ""], "Error: --db needs a directory, not an empty path\nUsage: eventlog log [--from N] [--to N] [--stream S[,S…]] [--type T[,T…]] [--outcome O[,O…]] [--hide-noop] [--touching PATH] [--follow] [--db PATH] [--json]\n"),
         (["show", "+1"], "Error: N must be a whole number (0 or more), not \"+1\"\nUsage: eventlog show N [--path PATH] [--db PATH] [--json]\n"),
-        (["salvage", "--to", "x.lmdb", "--db", "./x.lmdb"], "Error: --to must name a new database, not the damaged one (--db)\nUsage: eventlog salvage [--to NEW_DB] [--db PATH] [--json]\n"),
+        (["salvage", "--into", "x.lmdb", "--db", "./x.lmdb"], "Error: --into must name a new database, not the damaged one (--db)\nUsage: eventlog salvage [--into NEW_DB] [--db PATH] [--json]\n"),
         (["help", "diff", "show"], "Error: help takes one command, not 2 words\nUsage: eventlog <command> [arguments] [--db PATH] [--json]\n"),
     ])
     func usageErrorsExitTwoWithTheUsageLine(_ arguments: [String], _ message: String) {

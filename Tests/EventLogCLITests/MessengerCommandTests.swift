@@ -240,7 +240,7 @@ import Testing
             #expect(result.err == message)
         }
         #expect(eventlog(["info", "--json", "--db", db]).out.contains("\"lastSeq\":1"))
-        #expect(eventlog(["objects", "get", "BlogPost", "--db", db]).err.hasPrefix("Error: objects get needs an id\nUsage: eventlog objects"))
+        #expect(eventlog(["objects", "get", "BlogPost", "--db", db]).err.hasPrefix("Error: missing ID\nUsage: eventlog objects get TYPE ID"))
     }
 
     @Test func theDemoRecordsBlogPosts() throws {

@@ -18,7 +18,7 @@ struct NetworkTrustTests {
         let bundle = dir.file("bundle")
         try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
         try Data("<p>one</p>".utf8).write(to: URL(fileURLWithPath: bundle + "/index.html"))
-        let published = eventlog(["deploy", "publish", bundle, "--to", dir.file("published"), "--runtime-version", "1.0", "--id", "v1", "--json"])
+        let published = eventlog(["deploy", "publish", bundle, "--server-dir", dir.file("published"), "--runtime-version", "1.0", "--id", "v1", "--json"])
         #expect(published.code == 0, "\(published.err)")
         let served = dir.file("served")
         try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)

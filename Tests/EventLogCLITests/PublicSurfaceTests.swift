@@ -94,7 +94,8 @@ import Testing
     /// `package` access) against the package's built modules and the C modules they import;
     /// returns the errors with their files and lines.
     private func typecheck(files: [String]) throws -> [(file: String, line: Int, message: String)] {
-        let build = root.appendingPathComponent(".build/debug")
+        // The build directory this test was built into (a sanitizer's build lives apart).
+        let build = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         var arguments = ["swiftc", "-typecheck", "-module-name", "Client", "-I", build.appendingPathComponent("Modules").path]
         for system in ["CLMDB", "CCrypto", "CNATS", "CCurl"] { arguments += ["-I", root.appendingPathComponent("Sources/\(system)").path] }
         for target in ["CCRC32C", "CFaultGuard"] {

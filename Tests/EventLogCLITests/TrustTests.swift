@@ -309,7 +309,7 @@ import Testing
                 #expect([0, 1].contains(verify.code), "page \(page) offset \(offset): \(verify.code) \(verify.err.prefix(300))")
                 // Salvage reads a damaged file without LMDB: it never dies by a signal either.
                 try? FileManager.default.removeItem(atPath: dir.file("saved.lmdb"))
-                let salvage = try runEventlog(["salvage", "--to", dir.file("saved.lmdb"), "--db", damaged])
+                let salvage = try runEventlog(["salvage", "--into", dir.file("saved.lmdb"), "--db", damaged])
                 #expect((0...3).contains(salvage.code), "salvage, page \(page) offset \(offset): \(salvage.code) \(salvage.err.prefix(300))")
                 // A salvage that succeeds copied every event: none is lost without a word.
                 if salvage.code == 0 {
@@ -342,7 +342,7 @@ import Testing
         try bytes.write(to: URL(fileURLWithPath: path))
         let verify = try runEventlog(["verify", "--db", db])
         #expect(verify.code == 1 && verify.out.hasPrefix("problem in the storage: page 4 of database \"events\""), "\(verify.out)")
-        let salvage = try runEventlog(["salvage", "--to", dir.file("saved.lmdb"), "--db", db])
+        let salvage = try runEventlog(["salvage", "--into", dir.file("saved.lmdb"), "--db", db])
         #expect(salvage.code == 1)
         #expect(salvage.out.contains("left behind: event ") && salvage.out.contains("(missing: the page that held it is damaged)"), "\(salvage.out)")
         #expect(try runEventlog(["verify", "--db", dir.file("saved.lmdb")]).code == 0)
@@ -436,7 +436,7 @@ import Testing
         #expect(verify.code == 1 && verify.out.hasPrefix("problem at seq 40: checksum mismatch"), "\(verify.out)\(verify.err)")
         #expect(try runEventlog(["export", "--to", "10", "--db", db]).out.split(separator: "\n").count == 10)
         #expect(try runEventlog(["snapshot", "39", "--db", db]).out == "{\n  \"n\": 38\n}\n")
-        let salvage = try runEventlog(["salvage", "--to", dir.file("saved.lmdb"), "--db", db])
+        let salvage = try runEventlog(["salvage", "--into", dir.file("saved.lmdb"), "--db", db])
         #expect(salvage.code == 1)
         #expect(salvage.out.hasPrefix("copied events 1-39 into \(dir.file("saved.lmdb"))\nleft behind: event 40 (checksum mismatch"), "\(salvage.out)")
         #expect(try runEventlog(["verify", "--db", dir.file("saved.lmdb")]).out.hasPrefix("ok: 39 events and "))

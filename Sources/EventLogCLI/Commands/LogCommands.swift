@@ -337,12 +337,12 @@ enum LogCommands {
             behind. The new database gets its own keyframes and read models. Exits 1 when
             something stayed behind.
             """,
-        options: [.init(name: "to", value: "NEW_DB", help: "The database to create (it must not hold events).")]
+        options: [.init(name: "into", value: "NEW_DB", help: "The database to create (it must not hold events).", formerNames: ["to"])]
     ) { arguments, context in
-        guard let targetPath = arguments.value("to") else { throw CLIError.usage("missing --to NEW_DB") }
+        guard let targetPath = arguments.value("into") else { throw CLIError.usage("missing --into NEW_DB") }
         guard URL(fileURLWithPath: targetPath).standardizedFileURL.resolvingSymlinksInPath()
                 != URL(fileURLWithPath: context.databasePath).standardizedFileURL.resolvingSymlinksInPath() else {
-            throw CLIError.usage("--to must name a new database, not the damaged one (--db)")
+            throw CLIError.usage("--into must name a new database, not the damaged one (--db)")
         }
         // A log whose storage is damaged is read from its file, never through LMDB.
         let damage = try attempt { try EventStore.verifyStorage(at: context.databasePath) }
