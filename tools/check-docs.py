@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Lists the public declarations of Swift sources that have no doc comment.
+"""Lists the public declarations of Swift sources that have no doc comment, and what keeps the
+Markdown documentation from being true to the tree.
 
 A declaration is public when it is declared `public` or `open`, or when it is a member of a
 `public extension` or a requirement of a public protocol without an access modifier of its
@@ -12,6 +13,12 @@ listed in EXEMPT_* below, whose meaning the protocol documents.
 
 Prints `path:line: public declaration without a doc comment: <line>` for each finding and
 exits 1 if there are any; prints nothing and exits 0 if there are none.
+
+The documentation checks (README.md and docs/*.md under --root, the repository by default):
+README.md is at most README_MAX_LINES lines (it is the front door; the rest lives in docs/),
+and every relative link, outside code, names a file that exists and, for a `#anchor` into a
+Markdown file, a heading of that file (GitHub's anchors: lower-cased, punctuation but `-` and
+`_` dropped, spaces as `-`). Each finding prints as `path:line: …`.
 """
 
 import argparse
@@ -243,10 +250,94 @@ def default_directories():
     return directories
 
 
+README_MAX_LINES = 300
+LINK = re.compile(r"!?\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+
+
+def markdown_lines(path):
+    """The lines of a Markdown file with fenced code blocks blanked and inline code emptied."""
+    with open(path, encoding="utf-8") as file:
+        lines = file.read().split("\n")
+    out, fence = [], None
+    for line in lines:
+        stripped = line.lstrip()
+        if fence is None and (stripped.startswith("```") or stripped.startswith("~~~")):
+            fence = stripped[:3]
+            out.append("")
+        elif fence is not None:
+            if stripped.startswith(fence):
+                fence = None
+            out.append("")
+        else:
+            out.append(re.sub(r"(`+)(?:(?!\1).)+\1", "``", line))
+    return out
+
+
+def raw_headings(path):
+    """Heading texts with their inline code kept, for anchors (markdown_lines empties code)."""
+    with open(path, encoding="utf-8") as file:
+        lines = file.read().split("\n")
+    fence, texts = None, []
+    for line in lines:
+        stripped = line.lstrip()
+        if fence is None and (stripped.startswith("```") or stripped.startswith("~~~")):
+            fence = stripped[:3]
+        elif fence is not None:
+            if stripped.startswith(fence):
+                fence = None
+        else:
+            heading = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+            if heading:
+                texts.append(heading.group(1))
+    return texts
+
+
+def heading_anchors(path):
+    """The anchors GitHub makes for the headings of the Markdown file at `path`."""
+    seen, result = {}, set()
+    for text in raw_headings(path):
+        slug = re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        result.add(slug if count == 0 else f"{slug}-{count}")
+    return result
+
+
+def check_markdown(root):
+    """Findings `(path, line, message)` for README.md and docs/*.md under `root`."""
+    findings = []
+    readme = os.path.join(root, "README.md")
+    documents = [readme] if os.path.isfile(readme) else []
+    docs = os.path.join(root, "docs")
+    if os.path.isdir(docs):
+        documents += [os.path.join(docs, name) for name in sorted(os.listdir(docs)) if name.endswith(".md")]
+    if os.path.isfile(readme):
+        with open(readme, encoding="utf-8") as file:
+            count = len(file.read().rstrip("\n").split("\n"))
+        if count > README_MAX_LINES:
+            findings.append((readme, count, f"README.md has {count} lines, more than {README_MAX_LINES}: "
+                                            "move reference material into docs/"))
+    for document in documents:
+        for number, line in enumerate(markdown_lines(document), start=1):
+            for match in LINK.finditer(line):
+                target = match.group(1)
+                if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", target) or target.startswith("//"):
+                    continue  # http:, https:, mailto: …: not a file of the tree
+                path_part, _, anchor = target.partition("#")
+                linked = os.path.normpath(os.path.join(os.path.dirname(document), path_part)) if path_part else document
+                if not os.path.exists(linked):
+                    findings.append((document, number, f"link to a file that does not exist: {target}"))
+                elif anchor and linked.endswith(".md") and anchor not in heading_anchors(linked):
+                    findings.append((document, number, f"link to an anchor that no heading of {os.path.relpath(linked)} makes: {target}"))
+    return findings
+
+
 def main():
     parser = argparse.ArgumentParser(
         description="List public Swift declarations that have no /// doc comment directly above them.",
         epilog="Exits 1 when it lists any, 0 (printing nothing) when there are none.")
+    parser.add_argument("--root", metavar="DIR", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir),
+                        help="where README.md and docs/ are (default: the repository holding this script)")
     parser.add_argument("paths", nargs="*", metavar="PATH",
                         help="source directories or .swift files (default: every Sources/* directory "
                              "holding .swift files, except Sources/eventlog, the executable's main)")
@@ -258,7 +349,10 @@ def main():
     findings = [finding for file in swift_files(paths) for finding in check_file(file)]
     for path, line, text in findings:
         print(f"{path}:{line}: public declaration without a doc comment: {text}")
-    return 1 if findings else 0
+    documentation = check_markdown(arguments.root)
+    for path, line, message in documentation:
+        print(f"{os.path.relpath(path)}:{line}: {message}")
+    return 1 if findings or documentation else 0
 
 
 if __name__ == "__main__":
