@@ -76,19 +76,10 @@ public final class NATSServers: @unchecked Sendable {
     /// returns once the server has processed it (a PING answered after it). A stream whose
     /// subjects match stores it: how a test puts someone else's message on a log's subject.
     public func publish(_ data: [UInt8], on subject: String, messageID: String? = nil) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw LoopbackServerError(message: "no socket") }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(nodes[0].port).bigEndian
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        guard let fd = Self.connected(to: nodes[0].port, timeout: 5) else {
+            throw LoopbackServerError(message: "cannot reach nats-server on port \(nodes[0].port)")
         }
-        guard connected else { throw LoopbackServerError(message: "cannot reach nats-server on port \(nodes[0].port)") }
+        defer { close(fd) }
         var request = Array("CONNECT {\"verbose\":false,\"headers\":true}\r\n".utf8)
         if let messageID {
             let headers = Array("NATS/1.0\r\nNats-Msg-Id: \(messageID)\r\n\r\n".utf8)
@@ -138,19 +129,8 @@ public final class NATSServers: @unchecked Sendable {
     /// The body of `GET path` from the monitoring port, over a plain socket (no URLSession,
     /// which can wait on the main thread's run loop), or `nil` when it does not answer.
     static func get(_ path: String, port: Int) -> Data? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
+        guard let fd = connected(to: port, timeout: 2) else { return nil }
         defer { close(fd) }
-        var timeout = timeval(tv_sec: 2, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        guard connected else { return nil }
         let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
         guard write(fd, request, request.count) == request.count else { return nil }
         var response = Data()
@@ -162,6 +142,24 @@ public final class NATSServers: @unchecked Sendable {
         }
         guard let end = response.range(of: Data("\r\n\r\n".utf8)) else { return nil }
         return response[end.upperBound...]
+    }
+
+    /// A TCP socket connected to `port` on 127.0.0.1, whose reads give up after `timeout`
+    /// seconds, or `nil` when nothing listens there.
+    static func connected(to port: Int, timeout seconds: Int) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        guard connected else { close(fd); return nil }
+        return fd
     }
 
     /// `nats-server` from Debian (`/usr/sbin`), else from `PATH`.
