@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "Fleet", targets: ["Fleet"]),
         .library(name: "EventLogTesting", targets: ["EventLogTesting"]),
         .library(name: "EventLogCLI", targets: ["EventLogCLI"]),
+        .library(name: "EffectsCLI", targets: ["EffectsCLI"]),
         .library(name: "ObjectsCLI", targets: ["ObjectsCLI"]),
         .library(name: "UpdatePromptsCLI", targets: ["UpdatePromptsCLI"]),
         .library(name: "DeploysCLI", targets: ["DeploysCLI"]),
@@ -70,14 +71,16 @@ let package = Package(
         .target(name: "EventLogTesting", dependencies: ["EventLog", "Effects"]),
         // The engine's commands, and the public API an app builds its own command line with: a pure
         // parser and a runner, testable in-process.
-        .target(name: "EventLogCLI", dependencies: ["EventLog", "Effects"]),
+        .target(name: "EventLogCLI", dependencies: ["EventLog"]),
+        // `testgen` for an app of effects: a Swift Testing test that drives a recorded range again.
+        .target(name: "EffectsCLI", dependencies: ["EventLogCLI", "EventLog", "Effects"]),
         // Each family's `EventFamily` value (its code, read models and commands), for an app to list.
         .target(name: "ObjectsCLI", dependencies: ["EventLogCLI", "EventLog", "Objects"]),
         .target(name: "UpdatePromptsCLI", dependencies: ["EventLogCLI", "EventLog", "UpdatePrompts", "HTTPFetch"]),
         .target(name: "DeploysCLI", dependencies: ["EventLogCLI", "EventLog", "Deploys", "HTTPFetch"]),
         .target(name: "FleetCLI", dependencies: ["EventLogCLI", "EventLog", "Fleet"]),
         // The demo's command line: its code, its families and commands, on EventLogCLI's public API alone.
-        .target(name: "DemoCLI", dependencies: ["EventLogCLI", "DemoMessenger", "Effects", "EventLog", "ObjectsCLI", "UpdatePromptsCLI",
+        .target(name: "DemoCLI", dependencies: ["EventLogCLI", "EffectsCLI", "DemoMessenger", "Effects", "EventLog", "ObjectsCLI", "UpdatePromptsCLI",
                                                 "DeploysCLI", "FleetCLI"]),
         .executableTarget(name: "eventlog", dependencies: ["EventLogCLI", "DemoCLI"]),
         // A second app with a family of its own and nothing else: it links the core alone.

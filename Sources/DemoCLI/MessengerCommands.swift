@@ -1,5 +1,6 @@
 import DemoMessenger
 import Effects
+import EffectsCLI
 import EventLog
 import EventLogCLI
 import Foundation

@@ -1,5 +1,6 @@
 import Effects
 import EventLog
+import EventLogCLI
 import Foundation
 
 /// Writes a Swift Testing test from a range of an effects app's log: it starts from the state
