@@ -162,6 +162,9 @@ import Testing
         for command in ["deploy", "objects", "fleet", "ship", "pull", "update-check", "testgen", "open", "demo"] {
             #expect(!listed.contains(command), "\(command) in \(help.out)")
         }
+        // Help names the app, not eventlog.
+        let verifyHelp = try runEventlog(["help", "verify"], executable: "counter-log")
+        #expect(verifyHelp.out.contains("'counter-log rebuild'") && !verifyHelp.out.contains("'eventlog "), "\(verifyHelp.out)")
         // Its own family works end to end: recorded, verified by replaying its code.
         let db = dir.file("counter-cli.lmdb")
         for _ in 0..<3 { #expect(try runEventlog(["increment", "--db", db], executable: "counter-log").code == 0) }

@@ -152,7 +152,7 @@ enum Help {
 
     static func command(_ spec: CommandSpec, program: String) -> String {
         var text = "OVERVIEW: \(spec.summary)\n"
-        if let discussion = spec.discussion { text += "\n\(discussion)\n" }
+        if let discussion = spec.discussion { text += "\n\(named(discussion, program))\n" }
         text += "\nUSAGE: \(spec.usage(program: program))\n"
         if !spec.subcommands.isEmpty {
             text += "\nSUBCOMMANDS:\n" + table(spec.subcommands.map { ($0.name, $0.summary) })
@@ -169,6 +169,19 @@ enum Help {
         })
         text += "\n\(ExitCode.help)\n"
         return text
+    }
+
+    /// `text` with the commands it quotes (`'eventlog verify'`) and its example lines
+    /// (`  eventlog ship …`) naming `program`, so that an app's help names the app.
+    static func named(_ text: String, _ program: String) -> String {
+        guard program != "eventlog" else { return text }
+        return text.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+            var line = String(line).replacingOccurrences(of: "'eventlog ", with: "'\(program) ")
+            if let start = line.firstIndex(where: { $0 != " " }), line[start...].hasPrefix("eventlog ") {
+                line.replaceSubrange(start..<line.index(start, offsetBy: "eventlog".count), with: program)
+            }
+            return line
+        }.joined(separator: "\n")
     }
 
     private static func table(_ rows: [(String, String)]) -> String {
