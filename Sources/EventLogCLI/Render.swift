@@ -24,7 +24,7 @@ public enum Render {
             + "  " + shortTime(record.time)
             + "  " + column(escaped(event.origin.rawValue), 12)
             + (colors ? paint(outcome, event.outcome.name) : outcome)
-            + "\(escaped(event.stream))/\(stepName(event))"
+            + "\(escaped(event.stream))/\(stepName(event))" + (event.version == 1 ? "" : " v\(event.version)")
             + (detail.isEmpty ? "" : "  " + detail)
     }
 

@@ -137,34 +137,69 @@ import Testing
 }
 
 /// Databases written by an older build open: a format-1 database (Fixtures/format1.mdbdump,
-/// `mdb_dump -a` of a demo log that build recorded) reads, verifies and exports as it did,
-/// and becomes format 2 when a writer opens it, its records unchanged.
+/// `mdb_dump -a` of a demo log that build recorded) and a format-2 one (format2.mdbdump, five
+/// events imported by the build of `c686958`: named origins, a cause, each outcome) read,
+/// verify and export as they did, and become format 3 when a writer opens them, their records
+/// unchanged.
 @Suite struct FormatCompatibilityTests {
     let dir = TemporaryDirectory()
+    let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
 
-    @Test func aFormatOneDatabaseOpensVerifiesAndUpgrades() throws {
-        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
-        let db = dir.file("old.lmdb")
+    /// The database `mdb_load` makes of fixture `name`.mdbdump.
+    func load(_ name: String) throws -> String {
+        let db = dir.file("\(name).lmdb")
         try FileManager.default.createDirectory(atPath: db, withIntermediateDirectories: true)
         let load = Process()
         load.executableURL = URL(fileURLWithPath: "/usr/bin/mdb_load")
-        load.arguments = ["-f", fixtures.appendingPathComponent("format1.mdbdump").path, db]
+        load.arguments = ["-f", fixtures.appendingPathComponent("\(name).mdbdump").path, db]
         load.standardError = FileHandle.nullDevice
         try load.run()
         load.waitUntilExit()
         #expect(load.terminationStatus == 0)
+        return db
+    }
+
+    func format(of db: String) throws -> StateValue? { try StateValue(json: try runEventlog(["info", "--json", "--db", db]).out)["format"] }
+
+    @Test func aFormatOneDatabaseOpensVerifiesAndUpgrades() throws {
+        let db = try load("format1")
         let exported = try String(contentsOf: fixtures.appendingPathComponent("format1.jsonl"), encoding: .utf8)
-        #expect(try StateValue(json: try runEventlog(["info", "--json", "--db", db]).out)["format"] == 1)
+        #expect(try format(of: db) == 1)
         #expect(try runEventlog(["verify", "--db", db]).code == 0)
         #expect(try runEventlog(["export", "--db", db]).out == exported)
-        // A writer brings it to format 2; an origin by name is then stored as such.
+        // A writer brings it to today's format; an origin by name is then stored as such.
         let append = try runEventlog(["import", "-", "--db", db], stdin: #"{"stream":"deploy","type":"checkStarted","origin":"deploy-client"}"#)
         #expect(append.code == 0, "\(append.err)")
-        #expect(try StateValue(json: try runEventlog(["info", "--json", "--db", db]).out)["format"] == 2)
+        #expect(try format(of: db) == .int(Int64(EventStore.formatVersion)))
         #expect(try runEventlog(["verify", "--db", db]).code == 0)
         let after = try runEventlog(["export", "--db", db]).out
         #expect(after.hasPrefix(exported))
         let last = try StateValue(json: String(after.split(separator: "\n").last!))
         #expect(last["seq"] == 68 && last["origin"] == "deploy-client")
+    }
+
+    @Test func aFormatTwoDatabaseOpensVerifiesAndUpgradesWithVersions() throws {
+        let db = try load("format2")
+        let exported = try String(contentsOf: fixtures.appendingPathComponent("format2.jsonl"), encoding: .utf8)
+        #expect(try format(of: db) == 2)
+        #expect(try runEventlog(["verify", "--db", db]).code == 0)
+        #expect(try runEventlog(["export", "--db", db]).out == exported)
+        // A writer brings it to format 3, and an event of version 2 is stored with its version.
+        let append = try runEventlog(["import", "-", "--db", db], stdin: #"{"stream":"counter","type":"increment","version":2,"payload":{"by":{"step":1}},"writes":[{"path":"counter.value","old":6,"new":7}]}"#)
+        #expect(append.code == 0, "\(append.err)")
+        #expect(try format(of: db) == 3)
+        #expect(try runEventlog(["verify", "--db", db]).code == 0)
+        let after = try runEventlog(["export", "--db", db]).out
+        #expect(after.hasPrefix(exported))
+        let last = try StateValue(json: String(after.split(separator: "\n").last!))
+        #expect(last["seq"] == 6 && last["version"] == 2)
+        // Version 1 is never written out; any other is shown.
+        #expect(!exported.contains("\"version\""))
+        #expect(try runEventlog(["log", "--from", "6", "--db", db]).out.contains("counter/increment({\"step\":1}) v2"))
+        #expect(try runEventlog(["show", "6", "--db", db]).out.contains("type      increment (version 2)"))
+        // What an export holds imports back the same, version included.
+        let copy = dir.file("copy.lmdb")
+        #expect(try runEventlog(["import", "-", "--db", copy], stdin: after).code == 0)
+        #expect(try runEventlog(["export", "--db", copy]).out == after)
     }
 }

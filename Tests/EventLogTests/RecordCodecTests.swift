@@ -1,5 +1,6 @@
 import Testing
 @testable import EventLog
+import EventLogTesting
 
 @Suite struct RecordCodecTests {
     static let events: [Event] = [
@@ -14,6 +15,9 @@ import Testing
         Event(stream: "messenger", type: "clearListFilter", origin: "capture", cause: Cause(id: "p"), outcome: .cancelled),
         Event(stream: "deploys", type: "check", origin: .system),
         Event(stream: "t", type: "x", origin: "test", payload: .string(String(repeating: "long ", count: 10_000))),
+        Event(stream: "messenger", type: "selectBotTab", origin: "tap", outcome: .skipped(reason: "no-op"), payload: ["tab": "bots"], version: 2),
+        Event(stream: "messenger", type: "selectBotTab", origin: "tap", payload: ["tab": "bots"],
+              writes: [Write("messenger.selectedTab", old: nil, new: "bots")], version: Int(UInt32.max)),
     ]
 
     @Test(arguments: events)
@@ -204,5 +208,48 @@ import Testing
         } catch {
             #expect("\(error)" == message)
         }
+    }
+}
+
+/// An event's version: stored only when it is not 1, so version-1 records keep format 2's bytes.
+@Suite struct EventVersionTests {
+    @Test func versionOneIsStoredAsBeforeAndAnyOtherAfterTheOutcome() throws {
+        let time = Timestamp(microsecondsSince1970: 1_764_468_340_123_456)
+        let plain = Event(stream: "s", type: "t", payload: ["a": 1])
+        var versioned = plain
+        versioned.version = 3
+        let one = EventRecord.storedBytes(of: plain, seq: 1, time: time)
+        let three = EventRecord.storedBytes(of: versioned, seq: 1, time: time)
+        // The outcome byte gains its flag, and the version follows it: one byte more.
+        #expect(three.count == one.count + 1)
+        let record = try three.withUnsafeBytes { try EventRecord(storedBytes: $0, seq: 1) }
+        #expect(record.event.version == 3 && record.event.payload == ["a": 1])
+    }
+
+    @Test func aFlaggedVersionOfOneIsDamage() throws {
+        let time = Timestamp(microsecondsSince1970: 0)
+        var writer = BinaryWriter()
+        var event = Event(stream: "s", type: "t")
+        event.version = 2
+        RecordCodec.encode(event, seq: 1, time: time, into: &writer)
+        // Rewrite the version 2 as 1 (never written: version 1 is stored without the flag) and re-seal.
+        var bytes = Array(writer.bytes.dropLast(4))
+        let at = try #require(bytes.lastIndex(of: 2))
+        bytes[at] = 1
+        var sealed = BinaryWriter()
+        bytes.withUnsafeBytes { sealed.raw($0) }
+        RecordCodec.withKey(1) { _ = sealed.appendChecksum(from: 0, prefix: $0) }
+        #expect(throws: RecordDecodingError.self) { try sealed.bytes.withUnsafeBytes { try EventRecord(storedBytes: $0, seq: 1) } }
+    }
+
+    @Test(arguments: [0, -1, Int(UInt32.max) + 1])
+    func aVersionOutsideItsRangeIsRefusedOnAppend(_ version: Int) throws {
+        let log = try TemporaryEventStore()
+        var event = Event(stream: "s", type: "t")
+        event.version = version
+        #expect(throws: EventStoreError.limitExceeded("the event's version is \(version); a version is 1 to 4294967295")) {
+            try log.store.append(event)
+        }
+        #expect(try log.store.lastSeq() == 0)
     }
 }

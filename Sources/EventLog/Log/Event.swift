@@ -82,11 +82,15 @@ public struct Event: Sendable, Hashable {
     public var payload: StateValue
     /// Every write the event made, in order. Empty unless the outcome is `applied`.
     public var writes: [Write]
+    /// The version of the event's shape (its type's payload), from 1: an app that changes the
+    /// shape bumps it, and replay reads older events through the upcasters registered for
+    /// them. Stored only when it is not 1, so a log of version-1 events is stored as before.
+    public var version: Int
 
     /// An event as given, nothing checked yet (appending checks it); by default from the
-    /// system, with no cause, applied, a null payload and no writes.
+    /// system, with no cause, applied, a null payload, no writes, at version 1.
     public init(stream: String, type: String, origin: Origin = .system, cause: Cause? = nil,
-                outcome: Outcome = .applied, payload: StateValue = .null, writes: [Write] = []) {
+                outcome: Outcome = .applied, payload: StateValue = .null, writes: [Write] = [], version: Int = 1) {
         self.stream = stream
         self.type = type
         self.origin = origin
@@ -94,7 +98,11 @@ public struct Event: Sendable, Hashable {
         self.outcome = outcome
         self.payload = payload
         self.writes = writes
+        self.version = version
     }
+
+    /// The versions an event may have.
+    public static let versions: ClosedRange<Int> = 1...Int(UInt32.max)
 }
 
 /// An event as stored: its dense sequence number (from 1), the time it was appended, and the

@@ -2,8 +2,9 @@
 /// reads. Keys are sorted; a write's `old` or `new` is left out when absent.
 extension EventRecord {
     /// The record as a JSON object: `seq`, `time` (RFC 3339), `stream`, `type`, `origin`,
-    /// `outcome` (and `reason` when skipped), `cause` when there is one, `payload`, `writes`
-    /// and `checksum` (8 hex digits). ``ImportedEvent/init(json:)`` reads it back.
+    /// `outcome` (and `reason` when skipped), `cause` when there is one, `payload`, `writes`,
+    /// `version` when it is not 1, and `checksum` (8 hex digits). ``ImportedEvent/init(json:)``
+    /// reads it back.
     public var jsonValue: StateValue {
         var object = StateObject()
         if let cause = event.cause {
@@ -18,6 +19,7 @@ extension EventRecord {
         object["stream"] = .string(event.stream)
         object["time"] = .string(time.description)
         object["type"] = .string(event.type)
+        if event.version != 1 { object["version"] = .int(Int64(event.version)) }
         object["writes"] = .array(event.writes.map(\.jsonValue))
         return .object(object)
     }
@@ -77,17 +79,18 @@ public struct ImportedEvent: Sendable, Hashable {
     public var event: Event
 
     /// Reads the JSON form written by `EventRecord.jsonValue`. `stream` and `type` are
-    /// required; `origin` defaults to `system`, `outcome` to `applied`, `payload` to null.
-    /// A `checksum` is accepted and ignored: the store computes its own.
+    /// required; `origin` defaults to `system`, `outcome` to `applied`, `payload` to null,
+    /// `version` to 1. A `checksum` is accepted and ignored: the store computes its own.
     ///
     /// - Throws: ``RecordFormatError`` when `json` is not an object or has an unknown key;
     ///   when `stream` or `type` is missing or empty; when `origin` is not a valid ``Origin``,
     ///   `outcome` is not `applied`, `skipped` or `cancelled`, or `cause` is not an object with a
     ///   string `id` and a step that is not negative; when a write does not read (as
-    ///   ``Write/init(json:)``); when `seq` is not a positive integer or `time` not RFC 3339.
+    ///   ``Write/init(json:)``); when `seq` is not a positive integer, `time` not RFC 3339, or
+    ///   `version` not an integer in ``Event/versions``.
     public init(json: StateValue) throws(RecordFormatError) {
         let object = try RecordFormatError.object(json, "event")
-        try RecordFormatError.onlyKeys(object, ["seq", "time", "checksum", "stream", "type", "origin", "cause", "outcome", "reason", "payload", "writes"], in: "event")
+        try RecordFormatError.onlyKeys(object, ["seq", "time", "checksum", "stream", "type", "origin", "cause", "outcome", "reason", "payload", "writes", "version"], in: "event")
         func string(_ key: String) throws(RecordFormatError) -> String? {
             guard let value = object[key] else { return nil }
             guard let string = value.stringValue else { throw RecordFormatError("\"\(key)\" must be a string") }
@@ -121,6 +124,12 @@ public struct ImportedEvent: Sendable, Hashable {
         if let writes = object["writes"] {
             guard let list = writes.arrayValue else { throw RecordFormatError("\"writes\" must be an array") }
             event.writes = try list.map { (json) throws(RecordFormatError) in try Write(json: json) }
+        }
+        if let version = object["version"] {
+            guard let value = version.intValue.flatMap(Int.init(exactly:)), Event.versions.contains(value) else {
+                throw RecordFormatError("\"version\" must be an integer from 1 to \(Event.versions.upperBound), written without a fraction or exponent")
+            }
+            event.version = value
         }
         if let seq = object["seq"] {
             guard let value = seq.intValue, value > 0 else { throw RecordFormatError("\"seq\" must be a positive integer") }

@@ -15,8 +15,9 @@ import Foundation
 ///   another process are picked up at the start of each write transaction.
 public final class EventStore: @unchecked Sendable {
     /// The newest storage format this build reads and the one it writes. Format 2 adds
-    /// origins stored by name; a format-1 database opened for writing becomes format 2.
-    public static let formatVersion: UInt32 = 2
+    /// origins stored by name, format 3 events' versions; an older database opened for
+    /// writing becomes format 3, its records unchanged (they read as they are).
+    public static let formatVersion: UInt32 = 3
 
     /// How to open a store.
     public struct Options: Sendable {

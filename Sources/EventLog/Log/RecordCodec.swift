@@ -1,11 +1,12 @@
-/// The stored layout of an event record (format version 2; format 1 is the same without
-/// named origins). Keys are the sequence number as
+/// The stored layout of an event record (format version 3; format 2 is the same without
+/// versions, format 1 also without named origins). Keys are the sequence number as
 /// 8 big-endian bytes; the value is:
 ///
 ///     signed   time (µs since 1970)
 ///     string   stream · string type · byte origin (0xFF: then the origin's name, format 2)
 ///     byte     0 no cause | 1 then string id, varint step, string source
-///     byte     0 applied | 1 skipped, then string reason | 2 cancelled
+///     byte     0 applied | 1 skipped, then string reason | 2 cancelled; with 0x80 set
+///              (format 3), then varint version (above 1: version 1 is never written)
 ///     fixed32  payload length (LE), then the payload value
 ///     varint   write count, then per write: path, old value or absent, new value or absent
 ///     fixed32  CRC-32C of the 8 key bytes followed by every byte above
@@ -32,9 +33,14 @@ enum RecordCodec {
         var hasNonFiniteNumber = false
         /// The record's time, which must be one RFC 3339 can write.
         var time: Timestamp
+        /// The event's version, which must be one of `Event.versions`.
+        var version: Int
 
         /// Why a record of `bytes` bytes with these properties breaks `StateLimits`, if it does.
         func limitExceeded(recordBytes bytes: Int) -> EventStoreError? {
+            if !Event.versions.contains(version) {
+                return .limitExceeded("the event's version is \(version); a version is 1 to \(Event.versions.upperBound)")
+            }
             if !time.isRFC3339 {
                 return .limitExceeded("time \(time.microsecondsSince1970) µs since 1970 is outside years 0000 to 9999")
             }
@@ -70,13 +76,16 @@ enum RecordCodec {
         } else {
             writer.byte(0)
         }
+        let versioned: UInt8 = event.version == 1 ? 0 : Self.versionFlag
         switch event.outcome {
-        case .applied: writer.byte(0)
+        case .applied: writer.byte(0 | versioned)
         case .skipped(let reason):
-            writer.byte(1)
+            writer.byte(1 | versioned)
             writer.string(reason)
-        case .cancelled: writer.byte(2)
+        case .cancelled: writer.byte(2 | versioned)
         }
+        // A version outside `Event.versions` is refused by `limitExceeded` before it is stored.
+        if versioned != 0 { writer.varint(Swift.max(event.version, 0)) }
         writer.deepest = 0
         writer.sawNonFiniteNumber = false
         let payloadLength = writer.reserveLength()
@@ -94,8 +103,12 @@ enum RecordCodec {
             stateDelta += KeyframeProgress.sizeChange(write.path, oldSize: oldSize, newSize: newSize)
         }
         let checksum = withKey(seq) { writer.appendChecksum(from: start, prefix: $0) }
-        return Encoded(checksum: checksum, stateDelta: stateDelta, nesting: nesting, hasNonFiniteNumber: writer.sawNonFiniteNumber, time: time)
+        return Encoded(checksum: checksum, stateDelta: stateDelta, nesting: nesting, hasNonFiniteNumber: writer.sawNonFiniteNumber, time: time,
+                       version: event.version)
     }
+
+    /// Set in the outcome byte when a version (above 1) follows it.
+    static let versionFlag: UInt8 = 0x80
 
     /// Checks the trailing checksum and returns a reader over the body and the checksum.
     static func verified(_ bytes: UnsafeRawBufferPointer, seq: UInt64, names: NameCache? = nil) throws(RecordDecodingError) -> (BinaryReader, UInt32) {
@@ -144,11 +157,17 @@ enum RecordCodec {
         case let flag: throw RecordDecodingError("unknown cause flag \(flag)")
         }
         let outcome: Outcome
-        switch try reader.byte() {
+        let outcomeCode = try reader.byte()
+        switch outcomeCode & ~Self.versionFlag {
         case 0: outcome = .applied
         case 1: outcome = .skipped(reason: try reader.string())
         case 2: outcome = .cancelled
-        case let code: throw RecordDecodingError("unknown outcome code \(code)")
+        default: throw RecordDecodingError("unknown outcome code \(outcomeCode)")
+        }
+        var version = 1
+        if outcomeCode & Self.versionFlag != 0 {
+            version = try reader.int()
+            guard version > 1, Event.versions.contains(version) else { throw RecordDecodingError("invalid version \(version)") }
         }
         let payloadLength = Int(try reader.fixed32())
         var payloadReader = BinaryReader(try reader.slice(payloadLength), names: names)
@@ -156,7 +175,8 @@ enum RecordCodec {
         guard payloadReader.isAtEnd else { throw RecordDecodingError("payload has \(payloadReader.remaining) trailing bytes") }
         let writes = try decodeWrites(&reader, stateDelta: &stateDelta)
         guard reader.isAtEnd else { throw RecordDecodingError("\(reader.remaining) trailing bytes") }
-        let event = Event(stream: stream, type: type, origin: origin, cause: cause, outcome: outcome, payload: payload, writes: writes)
+        let event = Event(stream: stream, type: type, origin: origin, cause: cause, outcome: outcome, payload: payload, writes: writes,
+                          version: version)
         return EventRecord(seq: seq, time: time, event: event, checksum: checksum)
     }
 
@@ -202,7 +222,9 @@ enum RecordCodec {
             _ = try reader.varint()
             try reader.skip(try reader.count())
         }
-        if try reader.byte() == 1 { try reader.skip(try reader.count()) } // skip reason
+        let outcome = try reader.byte()
+        if outcome & ~versionFlag == 1 { try reader.skip(try reader.count()) } // skip reason
+        if outcome & versionFlag != 0 { _ = try reader.varint() }              // version
         try reader.skip(Int(try reader.fixed32())) // payload
         return reader
     }

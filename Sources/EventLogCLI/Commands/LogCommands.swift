@@ -212,7 +212,7 @@ enum LogCommands {
             "seq       \(record.seq)",
             "time      \(record.time)",
             "stream    \(Render.escaped(event.stream))",
-            "type      \(Render.escaped(event.type))",
+            "type      \(Render.escaped(event.type))" + (event.version == 1 ? "" : " (version \(event.version))"),
             "origin    \(event.origin.rawValue)",
         ]
         if let cause = event.cause {
