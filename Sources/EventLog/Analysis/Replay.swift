@@ -22,9 +22,44 @@ extension Projection {
 public struct Projections: Projection {
     private var byStream: [String: any Projection] = [:]
     private var inputs: Set<String> = []
+    private var upcasters: [EventShape: Upcaster] = [:]
+    /// Upcasters registered twice, by the shape they read: each such event replays as
+    /// skipped, saying so.
+    private var conflicts: Set<EventShape> = []
+
+    /// Turns one recorded event of some version into the events of the next version that
+    /// today's code would have recorded in its place: none (a drop), one (a rename, a new
+    /// field) or several (a split). A pure function of the event: no state, no clock, no I/O.
+    /// What it returns of the same stream and type is stamped with the next version; events of
+    /// other types keep the version they are given.
+    public typealias Upcaster = @Sendable (Event) -> [Event]
+
+    /// A stream, a type and a version: what an upcaster reads.
+    private struct EventShape: Hashable {
+        var stream: String
+        var type: String
+        var version: Int
+    }
 
     /// Projections that know no stream yet.
     public init() {}
+
+    /// Registers `upcaster` for the events of `stream` and `type` recorded at `version`.
+    /// Upcasters chain: an event of version 1 is read through the upcasters of versions 1, 2, …
+    /// up to today's version of its type (one more than the newest upcaster registered for
+    /// it), and `replay --verify` then proves them: today's code, fed the upcast events, must
+    /// write what the original one recorded. Registering a second upcaster for one version
+    /// keeps the first and makes every event it reads replay as skipped, saying so.
+    public mutating func upcast(_ stream: String, _ type: String, from version: Int, with upcaster: @escaping Upcaster) {
+        let shape = EventShape(stream: stream, type: type, version: version)
+        if upcasters[shape] != nil { conflicts.insert(shape) } else { upcasters[shape] = upcaster }
+    }
+
+    /// Today's version of events of `stream` and `type`: one more than the newest version an
+    /// upcaster reads, or 1 when none does.
+    public func currentVersion(of stream: String, _ type: String) -> Int {
+        upcasters.keys.filter { $0.stream == stream && $0.type == type }.map(\.version).max().map { $0 + 1 } ?? 1
+    }
 
     /// Recomputes the events of `streams` with `projection`.
     public mutating func recompute(_ streams: [String], with projection: some Projection) {
@@ -37,9 +72,67 @@ public struct Projections: Projection {
     }
 
     /// What the projection given for the record's stream computes; `nil` for a stream taken
-    /// as recorded or unknown.
+    /// as recorded or unknown. An event older than today's version of its type is read
+    /// through its upcasters first, and the events they give are recomputed in order, their
+    /// writes together; an event no upcaster can bring to today's version (a gap in the
+    /// chain, a version newer than today's, two upcasters for one version) is `skipped`
+    /// with the reason, which `replay --verify` reports as where the code and log part.
     public func recompute(_ record: EventRecord, in state: StateValue) -> Recomputed? {
-        byStream[record.event.stream]?.recompute(record, in: state)
+        guard let projection = byStream[record.event.stream] else { return nil }
+        guard !upcasters.isEmpty || record.event.version != 1 else { return projection.recompute(record, in: state) }
+        let upcast: [Event]
+        switch chain(record.event) {
+        case .success(let events) where events == [record.event]: return projection.recompute(record, in: state)
+        case .success(let events): upcast = events
+        case .failure(let error): return Recomputed(outcome: .skipped(reason: error.reason), writes: [])
+        }
+        var state = state
+        var writes: [Write] = []
+        var outcomes: [Outcome] = []
+        for event in upcast {
+            var single = record
+            single.event = event
+            guard let recomputed = byStream[event.stream]?.recompute(single, in: state) else {
+                return Recomputed(outcome: .skipped(reason: "the upcast \(event.stream)/\(event.type) v\(event.version) is of a stream no code recomputes"), writes: [])
+            }
+            for write in recomputed.writes {
+                do { _ = try state.set(write.new, at: write.path) } catch {
+                    return Recomputed(outcome: .skipped(reason: "the upcast \(event.stream)/\(event.type) v\(event.version) writes \(write.path), which does not fit: \(error)"), writes: [])
+                }
+            }
+            writes += recomputed.writes
+            outcomes.append(recomputed.outcome)
+        }
+        // Applied when any upcast event is; a drop keeps the original's outcome.
+        let outcome = outcomes.first { $0 == .applied } ?? outcomes.first ?? record.event.outcome
+        return Recomputed(outcome: outcome, writes: writes)
+    }
+
+    /// `event` read through the chain of upcasters to today's version of each event it
+    /// becomes, or why it cannot be.
+    private func chain(_ event: Event) -> Result<[Event], RuleError> {
+        let current = currentVersion(of: event.stream, event.type)
+        let shape = EventShape(stream: event.stream, type: event.type, version: event.version)
+        if event.version == current { return .success([event]) }
+        let name = "\(event.stream)/\(event.type)"
+        guard event.version < current else {
+            return .failure(RuleError("\(name) v\(event.version) is newer than today's v\(current) (a log from a newer release)"))
+        }
+        guard !conflicts.contains(shape) else { return .failure(RuleError("two upcasters read \(name) v\(event.version)")) }
+        guard let upcaster = upcasters[shape] else {
+            return .failure(RuleError("no upcaster for \(name) v\(event.version) → v\(event.version + 1)"))
+        }
+        var events: [Event] = []
+        for var next in upcaster(event) {
+            // The next version of this type; an event of another type (a split) is at the
+            // version the upcaster gave it, 1 unless it says otherwise.
+            if next.stream == event.stream && next.type == event.type { next.version = event.version + 1 }
+            switch chain(next) {
+            case .success(let upcast): events += upcast
+            case .failure(let error): return .failure(error)
+            }
+        }
+        return .success(events)
     }
 
     /// Whether `stream` was given a projection or taken as recorded.
