@@ -23,6 +23,8 @@ public struct Projections: Projection {
     private var byStream: [String: any Projection] = [:]
     private var inputs: Set<String> = []
     private var upcasters: [EventShape: Upcaster] = [:]
+    /// Today's version of each stream and type an upcaster reads (the shape's `version` is it).
+    private var currentVersions: [EventShape: Int] = [:]
     /// Upcasters registered twice, by the shape they read: each such event replays as
     /// skipped, saying so.
     private var conflicts: Set<EventShape> = []
@@ -34,7 +36,7 @@ public struct Projections: Projection {
     /// other types keep the version they are given.
     public typealias Upcaster = @Sendable (Event) -> [Event]
 
-    /// A stream, a type and a version: what an upcaster reads.
+    /// A stream, a type and a version: what an upcaster reads (version 0: the type itself).
     private struct EventShape: Hashable {
         var stream: String
         var type: String
@@ -53,12 +55,13 @@ public struct Projections: Projection {
     public mutating func upcast(_ stream: String, _ type: String, from version: Int, with upcaster: @escaping Upcaster) {
         let shape = EventShape(stream: stream, type: type, version: version)
         if upcasters[shape] != nil { conflicts.insert(shape) } else { upcasters[shape] = upcaster }
+        currentVersions[EventShape(stream: stream, type: type, version: 0), default: 1] = max(currentVersion(of: stream, type), version + 1)
     }
 
     /// Today's version of events of `stream` and `type`: one more than the newest version an
     /// upcaster reads, or 1 when none does.
     public func currentVersion(of stream: String, _ type: String) -> Int {
-        upcasters.keys.filter { $0.stream == stream && $0.type == type }.map(\.version).max().map { $0 + 1 } ?? 1
+        currentVersions[EventShape(stream: stream, type: type, version: 0)] ?? 1
     }
 
     /// Recomputes the events of `streams` with `projection`.
@@ -79,10 +82,12 @@ public struct Projections: Projection {
     /// with the reason, which `replay --verify` reports as where the code and log part.
     public func recompute(_ record: EventRecord, in state: StateValue) -> Recomputed? {
         guard let projection = byStream[record.event.stream] else { return nil }
-        guard !upcasters.isEmpty || record.event.version != 1 else { return projection.recompute(record, in: state) }
+        // Today's events (every event of a log without upcasters) take the plain path.
+        guard record.event.version != (upcasters.isEmpty ? 1 : currentVersion(of: record.event.stream, record.event.type)) else {
+            return projection.recompute(record, in: state)
+        }
         let upcast: [Event]
         switch chain(record.event) {
-        case .success(let events) where events == [record.event]: return projection.recompute(record, in: state)
         case .success(let events): upcast = events
         case .failure(let error): return Recomputed(outcome: .skipped(reason: error.reason), writes: [])
         }
