@@ -4,7 +4,7 @@ import EventLog
 import Foundation
 import Objects
 
-/// The sizes of a run: `--quick` for CI smoke runs (under a minute), full for the README.
+/// The sizes of a run: `--quick` for CI smoke runs (under a minute), full for docs/performance.md.
 struct Sizes {
     var singleCommits: Int
     var batchEvents: [Int: Int]  // batch size → events in the scenario

@@ -289,8 +289,9 @@ private final class Transfer {
         return .response(response)
     }
 
+    /// `duration` in whole milliseconds, rounded up: libcurl's timer never fires before the deadline.
     private static func milliseconds(_ duration: Duration) -> Int64 {
-        duration.components.seconds * 1_000 + duration.components.attoseconds / 1_000_000_000_000_000
+        duration.components.seconds * 1_000 + (duration.components.attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
     }
 
     /// What a failed `curl_easy_perform` means, in one line.
@@ -299,7 +300,9 @@ private final class Transfer {
         let detail = errorText[0] == 0 ? String(cString: curl_easy_strerror(code)) : String(cString: errorText)
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
-            return ContinuousClock.now >= deadline ? .deadlineExceeded(totalTimeout) : .timedOut(idleTimeout)
+            // libcurl's own timers: the whole request's (set to the deadline), or connecting's
+            // (the idle timeout), which can only fire well before the deadline.
+            return deadline - ContinuousClock.now < .milliseconds(100) ? .deadlineExceeded(totalTimeout) : .timedOut(idleTimeout)
         case CURLE_COULDNT_CONNECT: return .transport("cannot connect to \(server) (\(detail))")
         case CURLE_COULDNT_RESOLVE_HOST: return .transport("cannot find host \(server)")
         case CURLE_GOT_NOTHING: return .transport("\(server) closed the connection without answering")

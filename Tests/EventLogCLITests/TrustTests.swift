@@ -193,7 +193,7 @@ import Testing
         #expect(try runEventlog(["log", "--json", "--db", db]).out.contains(#""time":"2024-02-29T18:29:59.500000Z""#))
     }
 
-    /// The README's own example: an imported copy answers object queries as the original does.
+    /// The documented example (docs/cli.md, objects): an imported copy answers object queries as the original does.
     @Test func anImportedCopyHasItsObjectsReadModel() throws {
         let original = dir.file("demo.lmdb")
         #expect(try runEventlog(["demo", "--plans", "30", "--db", original]).code == 0)

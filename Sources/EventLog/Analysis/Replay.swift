@@ -86,15 +86,15 @@ public struct Projections: Projection {
         guard record.event.version != (upcasters.isEmpty ? 1 : currentVersion(of: record.event.stream, record.event.type)) else {
             return projection.recompute(record, in: state)
         }
-        let upcast: [Event]
+        let events: [Event]
         switch chain(record.event) {
-        case .success(let events): upcast = events
+        case .success(let upcast): events = upcast
         case .failure(let error): return Recomputed(outcome: .skipped(reason: error.reason), writes: [])
         }
         var state = state
         var writes: [Write] = []
         var outcomes: [Outcome] = []
-        for event in upcast {
+        for event in events {
             var single = record
             single.event = event
             guard let recomputed = byStream[event.stream]?.recompute(single, in: state) else {

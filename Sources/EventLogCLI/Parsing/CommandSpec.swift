@@ -125,7 +125,7 @@ public struct CommandSpec: Sendable {
     }
 }
 
-/// The exit codes of every command, documented in `--help` and the README.
+/// The exit codes of every command, documented in `--help` and `docs/cli.md`.
 public enum ExitCode: Int32, Sendable {
     /// The command did what was asked.
     case ok = 0
