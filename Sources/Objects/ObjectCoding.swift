@@ -10,18 +10,52 @@ enum ObjectCoding {
         do { value = try StateValueEncoder(dateFormats: T.dateFormats).encode(object) } catch {
             throw ObjectStoreError.invalidObject("\(T.self) cannot be stored: \(error)")
         }
-        guard case .object(let fields) = value else {
+        guard case .object(var fields) = value else {
             throw ObjectStoreError.invalidObject("\(T.self) does not encode to an object")
         }
+        fields[schemaVersionKey] = T.schemaVersion == 1 ? nil : .int(Int64(T.schemaVersion))
         return fields
     }
 
     static func decode<T: StoredObject>(_ type: T.Type, from fields: StateObject) throws -> T {
         do {
-            return try StateValueDecoder(dateFormats: T.dateFormats).decode(T.self, from: .object(fields))
+            return try StateValueDecoder(dateFormats: T.dateFormats).decode(T.self, from: .object(try migrated(T.self, fields)))
+        } catch let error as ObjectStoreError {
+            throw error
         } catch {
             throw ObjectStoreError.invalidObject("the stored \(T.collection) does not decode as \(T.self): \(error)")
         }
+    }
+
+    /// The field that holds an object's schema version when it is not 1.
+    static let schemaVersionKey = "schemaVersion"
+
+    /// The schema version `fields` were stored at: 1 when they do not say.
+    static func schemaVersion(of fields: StateObject) -> Int {
+        fields[schemaVersionKey]?.intValue.map(Int.init) ?? 1
+    }
+
+    /// `fields`, stored at some schema version, brought to `T.schemaVersion` by its
+    /// migrations, managed fields untouched.
+    /// - Throws: `ObjectStoreError.invalidObject` for a version newer than `T`'s (a newer
+    ///   release stored it) or below 1, and when a migration throws.
+    static func migrated<T: StoredObject>(_ type: T.Type, _ fields: StateObject) throws -> StateObject {
+        let stored = schemaVersion(of: fields)
+        let name = "\(T.collection) \"\(fields["id"]?.stringValue ?? "")\""
+        guard stored != T.schemaVersion else { return fields }
+        guard (1..<T.schemaVersion).contains(stored) else {
+            throw ObjectStoreError.invalidObject("the stored \(name) is at schema version \(stored), "
+                + (stored < 1 ? "which is not one" : "newer than \(T.self)'s \(T.schemaVersion) (a newer release stored it)"))
+        }
+        var migrated = fields
+        for version in stored..<T.schemaVersion {
+            do { try T.migrate(&migrated, from: version) } catch {
+                throw ObjectStoreError.invalidObject("the stored \(name) does not migrate from schema version \(version): \(error)")
+            }
+        }
+        for key in ObjectStore.managedFields { migrated[key] = fields[key] }
+        migrated[schemaVersionKey] = .int(Int64(T.schemaVersion))
+        return migrated
     }
 
     static func format(_ date: Date, key: String?, formats: [String: String]) -> String {

@@ -382,6 +382,27 @@ public final class ObjectStore: ReadModel, @unchecked Sendable {
         return Page(objects: try page.objects.map { try Self.saved(T.self, $0) }, next: page.next)
     }
 
+    /// Saves every object of `T`'s collection stored at an older schema version as
+    /// `T.migrate` brings it to today's, in one transaction (one `update` event each), and
+    /// returns how many it migrated; objects already at today's version are left alone.
+    /// - Throws: `ObjectStoreError.invalidObject` when an object does not migrate or decode
+    ///   (nothing is saved then); the errors of `save(_:in:expectedVersion:origin:cause:)`.
+    @discardableResult
+    public func migrateAll<T: StoredObject>(_ type: T.Type, origin: Origin = .system) throws -> Int {
+        try store.transact { batch in
+            let objects = batch.state[StatePath([.key("objects"), .key(T.collection)])]?.objectValue ?? StateObject()
+            var migrated = 0
+            for (_, stored) in objects {
+                guard let fields = stored.objectValue, ObjectCoding.schemaVersion(of: fields) != T.schemaVersion else { continue }
+                var today = try ObjectCoding.encode(try ObjectCoding.decode(T.self, from: fields))
+                today["id"] = fields["id"]
+                try save(today, in: T.collection, origin: origin, batch: &batch)
+                migrated += 1
+            }
+            return migrated
+        }
+    }
+
     /// Deletes the object with `id`.
     /// - Throws: `ObjectStoreError.notFound` when there is none; `EventStoreError.readOnly` on
     ///   a read-only store.

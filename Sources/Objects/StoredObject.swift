@@ -6,12 +6,25 @@ import Foundation
 /// Properties map to JSON keys through the ordinary `CodingKeys`. Dates are RFC 3339 with
 /// fractional seconds unless `dateFormats` gives a property's JSON key its own format.
 /// `createdAt` and `updatedAt`, when declared, are filled in by the store.
+///
+/// When a release changes the stored fields (a key renamed, a field added without a default,
+/// a type changed), bump `schemaVersion` and say how in `migrate(_:from:)`: objects stored by
+/// an older release are migrated when they are fetched or listed, and by
+/// ``ObjectStore/migrateAll(_:origin:)`` eagerly; a save always stores today's version (in
+/// the field `schemaVersion`, left out at version 1, so older logs are unchanged).
 public protocol StoredObject: Codable {
     /// The collection's name, such as `BlogPost`; by default the type's name.
     static var collection: String { get }
     /// Date formats by JSON key (`"jsonPubDate": "yyyy-MM-dd HH:mm"`), in
     /// `DateFormatter` syntax, read and written in UTC.
     static var dateFormats: [String: String] { get }
+    /// The version of the stored fields' shape, from 1 (the default).
+    static var schemaVersion: Int { get }
+    /// Brings the stored fields of an object at `version` to `version + 1`: rename a key, add a
+    /// field with a default, change a value's type. Called once per version, in order, up to
+    /// `schemaVersion`. A pure function of the fields; throw to refuse an object it cannot
+    /// migrate. The managed fields (`id`, `version`, the dates) are kept whatever it does.
+    static func migrate(_ fields: inout StateObject, from version: Int) throws
     /// The object's id: `nil` until it is first saved, when the store generates one.
     var id: String? { get set }
 }
@@ -21,6 +34,10 @@ extension StoredObject {
     public static var collection: String { String(describing: Self.self) }
     /// No formats of its own: every date is RFC 3339 with fractional seconds.
     public static var dateFormats: [String: String] { [:] }
+    /// Version 1: fields that never changed shape.
+    public static var schemaVersion: Int { 1 }
+    /// Nothing to migrate (version 1 is the only one).
+    public static func migrate(_ fields: inout StateObject, from version: Int) throws {}
 }
 
 /// An object as stored, with what the store keeps about it.
