@@ -61,7 +61,7 @@ let batchRuns = [(100, false), (10_000, false), (1, true), (100, true), (10_000,
     (name: "append.batch.\(batch).\(fast ? "fast" : "durable")", batch: batch, fast: fast)
 }
 /// The steps that read one shared million-event log, with the scenarios each reports.
-let readSteps = [("replay", ["replay", "replay.state"]), ("snapshot.random", ["snapshot.random"]),
+let readSteps = [("replay", ["replay", "replay.state", "replay.upcast"]), ("snapshot.random", ["snapshot.random"]),
                  ("bisect.where", ["bisect.where"]), ("history", ["history"]), ("verify", ["verify"]), ("storage", ["storage"])]
 let objectScenarios = ["objects.create", "objects.update", "objects.delete", "objects.replay", "objects.fetch"]
 let typedObjectScenarios = ["objects.typed.create", "objects.typed.update", "objects.typed.fetch"]

@@ -21,11 +21,13 @@ extension EventLogApp {
         return app
     }()
 
-    /// The demo's own code for `model`: today's, or a faulty variant.
+    /// The demo's own code for `model`: today's, or a faulty variant, with the upcasters that
+    /// read release 1's events.
     static func demoProjections(_ model: MessengerModel) -> Projections {
         var code = Projections()
         code.recompute([model.stream, EffectEngine<MessengerModel>.navigationStream], with: EffectProjection(model: model))
         code.takeAsRecorded([EffectEngine<MessengerModel>.planStream, EffectEngine<MessengerModel>.initialStateStream])
+        model.upcast(into: &code)
         return code
     }
 }

@@ -20,7 +20,9 @@ public enum MessengerEffect: NamedEffect {
     case expandAttachment(String)
     case dismissAttachmentExpansion
     /// The compound effect: the bot tab and its list filter in one pass, so the UI never
-    /// shows the tab unfiltered. Its write set holds both properties.
+    /// shows the tab unfiltered. Its write set holds both properties. Version 2: its
+    /// arguments are `{"tab": "bots", "filter": {"name": F}}` (release 1 recorded
+    /// `{"filter": F}`; ``MessengerModel/upcast(into:)`` reads those).
     case selectBotTab(filter: String)
 
     /// The case's name, such as `selectBotTab`.
@@ -44,7 +46,7 @@ public enum MessengerEffect: NamedEffect {
     public init?(name: String, arguments: StateValue) {
         let text = arguments["text"]?.stringValue
         let id = arguments["id"]?.stringValue
-        let filter = arguments["filter"]?.stringValue
+        let filter = arguments["filter.name"]?.stringValue
         switch name {
         case "setInThreadSearch": guard let text else { return nil }; self = .setInThreadSearch(text)
         case "clearInThreadSearch": self = .clearInThreadSearch
@@ -55,33 +57,39 @@ public enum MessengerEffect: NamedEffect {
         case "collapseAvatar": self = .collapseAvatar
         case "expandAttachment": guard let id else { return nil }; self = .expandAttachment(id)
         case "dismissAttachmentExpansion": self = .dismissAttachmentExpansion
-        case "selectBotTab": guard let filter else { return nil }; self = .selectBotTab(filter: filter)
+        case "selectBotTab": guard arguments["tab"] == "bots", let filter else { return nil }; self = .selectBotTab(filter: filter)
         default: return nil
         }
     }
 
-    /// `{"text": …}`, `{"id": …}` or `{"filter": …}` for the effects that take one; `.null`
-    /// for the others.
+    /// `{"text": …}`, `{"id": …}` or `{"tab": "bots", "filter": {"name": …}}` for the effects
+    /// that take one; `.null` for the others.
     public var arguments: StateValue {
         switch self {
         case .setInThreadSearch(let text): ["text": .string(text)]
         case .scrollToAvatarRow(let id), .scrollToConversationRow(let id), .expandAvatar(let id), .expandAttachment(let id):
             ["id": .string(id)]
-        case .selectBotTab(let filter): ["filter": .string(filter)]
+        case .selectBotTab(let filter): ["tab": "bots", "filter": ["name": .string(filter)]]
         case .clearInThreadSearch, .clearListFilter, .collapseAvatar, .dismissAttachmentExpansion: .null
         }
     }
+
+    /// `selectBotTab` is at version 2: its arguments changed shape in release 2.
+    public static let versions = ["selectBotTab": 2]
 }
 
 /// A deliberately faulty variant of the demo, to show `replay` and `bisect` finding it.
 public enum Regression: String, Sendable, CaseIterable {
     /// `selectBotTab` writes the tab but forgets the filter.
     case compoundTabFilter = "compound-tab-filter"
+    /// The upcaster of release 1's `selectBotTab` drops the filter.
+    case wrongUpcaster = "wrong-upcaster"
 
     /// What the fault does, in one line, for the command line's help.
     public var summary: String {
         switch self {
         case .compoundTabFilter: "selectBotTab writes selectedTab but not listFilter"
+        case .wrongUpcaster: "the selectBotTab v1 → v2 upcaster drops the filter"
         }
     }
 }
@@ -160,6 +168,18 @@ public struct MessengerModel: EffectModel {
                 return .assign([Assignment(Self.property("selectedTab"), "bots")])
             }
             return .assign([Assignment(Self.property("selectedTab"), "bots"), Assignment(Self.property("listFilter"), .string(filter))])
+        }
+    }
+
+    /// Registers the upcasters that read release 1's events as today's: `selectBotTab` v1
+    /// `{"filter": F}` becomes v2 `{"tab": "bots", "filter": {"name": F}}` (under the
+    /// wrong-upcaster regression, `{"tab": "bots"}`: the filter is lost).
+    public func upcast(into code: inout Projections) {
+        let dropsTheFilter = regression == .wrongUpcaster
+        code.upcast(stream, "selectBotTab", from: 1) { old in
+            var new = old
+            new.payload = dropsTheFilter ? ["tab": "bots"] : ["tab": "bots", "filter": ["name": old.payload["filter"] ?? .null]]
+            return [new]
         }
     }
 

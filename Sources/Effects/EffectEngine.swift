@@ -207,7 +207,7 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
     private func resolve(_ step: Step<Model.Effect>, origin: Origin, cause: Cause?, state: StateValue, wait mode: Wait) -> Resolved {
         func event(_ outcome: Outcome, _ writes: [Write] = []) -> Resolved {
             .event(Event(stream: stream(of: step), type: step.name, origin: origin, cause: cause,
-                         outcome: outcome, payload: step.arguments, writes: writes))
+                         outcome: outcome, payload: step.arguments, writes: writes, version: step.version))
         }
         switch model.evaluate(step, in: state) {
         case .skip(let reason):
@@ -240,7 +240,7 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
             let step = plan.plan.steps[index]
             return try batch.append(Event(stream: stream(of: step), type: step.name, origin: plan.origin,
                                           cause: Cause(id: plan.id, step: index + 1, source: plan.plan.source),
-                                          outcome: .cancelled, payload: step.arguments))
+                                          outcome: .cancelled, payload: step.arguments, version: step.version))
         }
     }
 }

@@ -67,18 +67,26 @@ public struct EffectProjection<Model: EffectModel>: Projection {
     public init(model: Model) { self.model = model }
 
     /// The outcome and writes today's model gives a step of the app's stream or of
-    /// navigation in `state`; a step that would still wait is `skipped`. `nil` for events of
-    /// other streams, cancelled steps, and events that name no step of the app.
+    /// navigation in `state`; a step that would still wait is `skipped`, and so is an event
+    /// that names no step of today's app (an unknown type, or arguments of another shape),
+    /// saying so. `nil` for events of other streams and cancelled steps.
     public func recompute(_ record: EventRecord, in state: StateValue) -> Recomputed? {
         let event = record.event
         guard event.stream == model.stream || event.stream == EffectEngine<Model>.navigationStream,
-              event.outcome != .cancelled,
-              let step = Step<Model.Effect>(name: event.type, arguments: event.payload) else { return nil }
+              event.outcome != .cancelled else { return nil }
+        guard let step = Step<Model.Effect>(name: event.type, arguments: event.payload) else {
+            return Recomputed(outcome: .skipped(reason: "today's code knows no step \(event.type) with arguments \(event.payload.json())"), writes: [])
+        }
         switch model.evaluate(step, in: state) {
         case .skip(let reason): return Recomputed(outcome: .skipped(reason: reason), writes: [])
         case .wait(let wait): return Recomputed(outcome: .skipped(reason: "would wait until \(wait.description)"), writes: [])
         case .writes(let writes): return Recomputed(outcome: .applied, writes: writes)
         }
+    }
+
+    /// The versions of the model's effects past version 1 (``NamedEffect/versions``), for its stream.
+    public func versions(in stream: String) -> [String: Int] {
+        stream == model.stream ? Model.Effect.versions : [:]
     }
 
     /// The model's effects and the navigation steps; the engine's own inputs (plan starts,

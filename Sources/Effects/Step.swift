@@ -8,9 +8,24 @@ public protocol NamedEffect: Sendable, Hashable {
     /// The effect's arguments as a value, such as `{"id": "aria-7"}`; `.null` when none.
     var arguments: StateValue { get }
 
+    /// Today's version of each effect whose arguments changed shape since version 1, by
+    /// name (`["selectBotTab": 2]`); the log records it with each event. Bump it when the
+    /// arguments change shape, and register an upcaster from the old version
+    /// (``Projections/upcast(_:_:from:with:)``): replay reads older events through it, and
+    /// without one they are unreadable.
+    static var versions: [String: Int] { get }
+
     /// The effect a recorded event names, or `nil` when it names none of the app's effects.
     /// `Self(name: e.name, arguments: e.arguments) == e` for every effect.
     init?(name: String, arguments: StateValue)
+}
+
+extension NamedEffect {
+    /// Every effect at version 1: arguments that never changed shape.
+    public static var versions: [String: Int] { [:] }
+
+    /// The version of the effect's arguments: its entry in `versions`, else 1.
+    public var version: Int { Self.versions[name] ?? 1 }
 }
 
 /// One step of a plan: a structural navigation step, or one of the app's effects.
@@ -50,6 +65,11 @@ public enum Step<Effect: NamedEffect>: Sendable, Hashable, CustomStringConvertib
         case .pop, .popToRoot, .dismissSheet: .null
         case .effect(let effect): effect.arguments
         }
+    }
+
+    /// The version of `arguments`' shape: the effect's own; 1 for navigation steps.
+    public var version: Int {
+        if case .effect(let effect) = self { effect.version } else { 1 }
     }
 
     /// `expandAvatar(aria-7)`, `popToRoot`: the name and the argument values.

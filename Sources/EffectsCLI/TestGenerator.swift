@@ -269,6 +269,30 @@ struct TestGenerator<Model: EffectModel> {
 }
 
 extension CommandSpec {
+    /// `records` as today's code reads them: an older event becomes what its upcasters make of
+    /// it, with the writes it recorded, so that the test expects today's payloads.
+    /// - Throws: a ``CLIError`` (bad input) at an event read as other than one event (a split,
+    ///   a drop), or that today's code cannot read.
+    private static func readThroughUpcasters(_ records: [EventRecord], through code: Projections) throws(CLIError) -> [EventRecord] {
+        try records.map { (record) throws(CLIError) -> EventRecord in
+            switch code.upcasting(record.event) {
+            case .current, .newer:
+                return record
+            case .events(let events):
+                guard events.count == 1, var upcast = events.first else {
+                    throw CLIError.badInput("event #\(record.seq): its upcasters make \(events.count) events of it, and testgen expects one per recorded event")
+                }
+                upcast.writes = record.event.writes
+                upcast.outcome = record.event.outcome
+                var read = record
+                read.event = upcast
+                return read
+            case .unreadable(let reason):
+                throw CLIError.badInput("event #\(record.seq): \(reason)")
+            }
+        }
+    }
+
     /// `testgen --from N --to M --name NAME`: prints a Swift Testing test that drives the log's
     /// range again through the effects app `model` and asserts its trace exhaustively.
     /// - Parameters:
@@ -312,11 +336,12 @@ extension CommandSpec {
             if let problem = TestGenerator<Model>.nameProblem(name, imports: imports, planExpression: planExpression("\"\"")) {
                 throw CLIError.usage("--name \(name) \(problem); choose another name")
             }
-            let (records, before) = try attempt { () throws -> ([EventRecord], StateValue) in
+            let (recorded, before) = try attempt { () throws -> ([EventRecord], StateValue) in
                 var records: [EventRecord] = []
                 try store.forEachRecord(from: from, to: to) { records.append($0); return true }
                 return (records, try store.snapshot(after: from - 1))
             }
+            let records = try readThroughUpcasters(recorded, through: try attempt { try context.app.projections(nil) })
             let generator = TestGenerator(model: model, imports: imports, plan: plan, planExpression: planExpression)
             let scratch = NSTemporaryDirectory() + "eventlog-testgen-\(UUID().uuidString)"
             try attempt { try EventStore.makeScratch(at: scratch) }

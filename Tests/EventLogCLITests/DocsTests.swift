@@ -4,8 +4,8 @@ import Testing
 @testable import EventLogCLI
 
 /// Keeps the documentation true to the command line: every command of the demo's app has its
-/// section in docs/cli.md, and every `eventlog …` example in a `sh` block of docs/cli.md and
-/// README.md parses as the built program would parse it.
+/// section in docs/cli.md, whose pasted help is the program's, and every `eventlog …` example
+/// in a `sh` block of docs/cli.md and README.md parses as the built program would parse it.
 @Suite struct DocsTests {
     /// The repository's root, from this file's place in it.
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -42,6 +42,22 @@ import Testing
             }
         }
         #expect(checked > 20, "found only \(checked) examples: is the sh-block scan still right?")
+    }
+
+    /// Every `$ eventlog help CMD` block of docs/cli.md is what the program prints for it
+    /// (without the exit codes every command shares, which the page has once).
+    @Test func everyPastedHelpIsTheProgramsOwn() throws {
+        let reference = try Self.text("docs/cli.md")
+        let blocks = reference.components(separatedBy: "```text\n$ eventlog help ").dropFirst()
+        #expect(blocks.count > 20, "found only \(blocks.count) pasted helps: is the scan still right?")
+        for block in blocks {
+            guard let end = block.range(of: "\n```") else { Issue.record("an unclosed help block: \(block.prefix(60))"); continue }
+            let lines = block[..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false)
+            let command = lines[0].split(separator: " ").map(String.init)
+            let printed = eventlog(["help"] + command).out
+            let own = printed.components(separatedBy: "\nEXIT CODES:\n")[0].trimmingCharacters(in: .newlines)
+            #expect(lines.dropFirst().joined(separator: "\n") == own, "docs/cli.md's help of '\(command.joined(separator: " "))' is not the program's")
+        }
     }
 
     @Test func theWordSplitterHonoursQuotes() throws {

@@ -40,7 +40,7 @@ func removeKeptLogs(named message: String) {
 let botsTabTrace: [ExpectedEvent] = [
     .skipped("navigation/popToRoot", reason: "no-op: navigation.path is already []"),
     .skipped("navigation/dismissSheet"),
-    .applied("messenger/selectBotTab", ["messenger.selectedTab": "bots", "messenger.listFilter": "unread"], payload: ["filter": "unread"], origin: .url),
+    .applied("messenger/selectBotTab", ["messenger.selectedTab": "bots", "messenger.listFilter": "unread"], payload: ["tab": "bots", "filter": ["name": "unread"]], origin: .url),
 ]
 
 @Suite struct TraceTesterTests {
@@ -93,11 +93,11 @@ let botsTabTrace: [ExpectedEvent] = [
         try engine.run(MessengerRouter.plan(for: "botmessages://bots?filter=unread"), origin: .tap)
         var expected = botsTabTrace
         expected[0] = .applied("navigation/popToRoot")
-        expected[2].payload = ["filter": "muted"]
+        expected[2].payload = ["tab": "bots", "filter": ["name": "muted"]]
         let message = try #require(try failures { tester.expect(expected) }.first?.message)
         #expect(message.contains("outcome: − applied + skipped (\"no-op: navigation.path is already []\")"), "\(message)")
         #expect(message.contains("origin: − url + tap"))
-        #expect(message.contains("payload: − {\"filter\":\"muted\"} + {\"filter\":\"unread\"}"))
+        #expect(message.contains("payload: − {\"tab\":\"bots\",\"filter\":{\"name\":\"muted\"}} + {\"tab\":\"bots\",\"filter\":{\"name\":\"unread\"}}"), "\(message)")
         removeKeptLogs(named: message)
     }
 

@@ -78,23 +78,41 @@ struct UpcasterTests {
         var code = Projections()
         code.recompute(["app"], with: TabCode())
         code.upcast("app", "selectTab", from: 2) { [$0] } // today's selectTab is v3; nothing reads v1
-        let divergence = try #require(try log.store.replay(through: code, verify: true).divergence)
-        #expect(divergence.seq == 1)
-        #expect(divergence.actual.outcome == .skipped(reason: "no upcaster for app/selectTab v1 → v2"))
+        let report = try log.store.replay(through: code, verify: true)
+        let unreadable = try #require(report.unreadable)
+        #expect(unreadable.record.seq == 1 && report.events == 0 && report.divergence == nil)
+        #expect(unreadable.reason == "no upcaster for app/selectTab v1 → v2")
     }
 
-    @Test func aNewerVersionAndTwoUpcastersForOneVersionAreSaid() throws {
+    @Test func aNewerVersionReplaysAsRecordedAndIsCounted() throws {
         let log = try TemporaryEventStore()
         try log.store.append(Event(stream: "app", type: "setFilter", payload: ["name": "x"],
                                    writes: [Write("app.filter", old: nil, new: "x")], version: 4))
-        var code = Self.releaseTwo()
-        let newer = try #require(try log.store.replay(through: code, verify: true).divergence)
-        #expect(newer.actual.outcome == .skipped(reason: "app/setFilter v4 is newer than today's v1 (a log from a newer release)"))
+        let report = try log.store.replay(through: Self.releaseTwo(), verify: true)
+        #expect(report.divergence == nil && report.unreadable == nil)
+        #expect(report.newer == [EventShape(stream: "app", type: "setFilter", version: 4): 1])
+        #expect(report.state == ["app": ["filter": "x"]])
+    }
 
-        let old = try Self.releaseOneLog()
+    @Test func twoUpcastersForOneVersionAreSaid() throws {
+        var code = Self.releaseTwo()
         code.upcast("app", "selectTab", from: 1) { [$0] }
-        let twice = try #require(try old.store.replay(through: code, verify: true).divergence)
-        #expect(twice.actual.outcome == .skipped(reason: "two upcasters read app/selectTab v1"))
+        let report = try Self.releaseOneLog().store.replay(through: code, verify: true)
+        #expect(report.unreadable?.reason == "two upcasters read app/selectTab v1")
+    }
+
+    @Test func upcastEventsAreCountedByShape() throws {
+        let report = try Self.releaseOneLog().store.replay(through: Self.releaseTwo(), verify: false)
+        #expect(report.upcast == [EventShape(stream: "app", type: "selectTab", version: 1): 3,
+                                  EventShape(stream: "app", type: "pickBotsFiltered", version: 1): 1])
+    }
+
+    /// Events of a stream taken as recorded are read as they are, whatever their version.
+    @Test func inputsAreReadAsTheyAreWhateverTheirVersion() throws {
+        var code = Self.releaseTwo()
+        code.takeAsRecorded(["plans"])
+        #expect(code.upcasting(Event(stream: "plans", type: "selectTab", version: 1)) == .current)
+        #expect(code.upcasting(Event(stream: "app", type: "selectTab", version: 3)) == .newer(today: 2))
     }
 
     @Test func nothingStoredIsRewritten() throws {

@@ -9,11 +9,103 @@ public protocol Projection {
     /// inputs on purpose). Events of a stream it does not know replay as recorded, unchecked:
     /// `replay` counts them apart, so that a verification never passes by ignoring them.
     func knows(stream: String) -> Bool
+
+    /// How today's code reads `event`: as it is, as the events its upcasters make of an
+    /// older version, or not at all. Replay asks before `recompute`.
+    func upcasting(_ event: Event) -> Upcast
+
+    /// Today's version of each type of `stream` this code writes past version 1, by type
+    /// (`["selectBotTab": 2]`): older events of those types are read through upcasters
+    /// (``Projections/upcast(_:_:from:with:)``), and are unreadable without one.
+    func versions(in stream: String) -> [String: Int]
 }
 
 extension Projection {
     /// Every stream, unless a projection says otherwise.
     public func knows(stream: String) -> Bool { true }
+
+    /// Every event as it is, unless a projection says otherwise.
+    public func upcasting(_ event: Event) -> Upcast { .current }
+
+    /// Every type at version 1, unless a projection says otherwise.
+    public func versions(in stream: String) -> [String: Int] { [:] }
+
+    /// What today's code computes for `events`, what the upcasters made of `record`, applied
+    /// in order from `state`: their writes together, applied when any is (a drop keeps the
+    /// original's outcome); `nil` when it recomputes none of them (inputs, such as a
+    /// cancelled step). An upcast event it does not recompute among others it does, or whose
+    /// writes do not fit, makes the whole `skipped` with the reason.
+    func recompute(upcast events: [Event], of record: EventRecord, in state: StateValue) -> Recomputed? {
+        var state = state
+        var writes: [Write] = []
+        var outcomes: [Outcome] = []
+        var input: Event?
+        for event in events {
+            var single = record
+            single.event = event
+            guard let recomputed = recompute(single, in: state) else {
+                input = input ?? event
+                continue
+            }
+            for write in recomputed.writes {
+                do { _ = try state.set(write.new, at: write.path) } catch {
+                    return Recomputed(outcome: .skipped(reason: "the upcast \(EventShape(event)) writes \(write.path), which does not fit: \(error)"), writes: [])
+                }
+            }
+            writes += recomputed.writes
+            outcomes.append(recomputed.outcome)
+        }
+        if let input {
+            guard !outcomes.isEmpty else { return nil }
+            return Recomputed(outcome: .skipped(reason: "today's code recomputes nothing from the upcast \(EventShape(input)) \(input.payload.json())"), writes: [])
+        }
+        let outcome = outcomes.first { $0 == .applied } ?? outcomes.first ?? record.event.outcome
+        return Recomputed(outcome: outcome, writes: writes)
+    }
+}
+
+/// How today's code reads a recorded event (``Projection/upcasting(_:)``).
+public enum Upcast: Sendable, Hashable {
+    /// At today's version of its type (every event of a log without upcasters): as it is.
+    case current
+    /// Older: the events its upcasters make of it, each at today's version of its type.
+    case events([Event])
+    /// Newer than today's version of its type (a log from a newer release): replay takes it
+    /// as recorded, unchecked, and counts it.
+    case newer(today: Int)
+    /// Older, and no chain of upcasters reaches today's version (a gap, two upcasters for
+    /// one version): why, naming the stream, type and versions. Replay stops before it.
+    case unreadable(reason: String)
+}
+
+/// A stream, a type and a version: the shape of an event, as upcasters read it.
+public struct EventShape: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The event's stream.
+    public var stream: String
+    /// The event's type.
+    public var type: String
+    /// The version of the type's payload.
+    public var version: Int
+
+    /// The shape of `stream`/`type` at `version`.
+    public init(stream: String, type: String, version: Int) {
+        self.stream = stream
+        self.type = type
+        self.version = version
+    }
+
+    /// The shape of `event`.
+    public init(_ event: Event) {
+        self.init(stream: event.stream, type: event.type, version: event.version)
+    }
+
+    /// `messenger/selectBotTab v1`.
+    public var description: String { "\(stream)/\(type) v\(version)" }
+
+    /// By stream, type, then version.
+    public static func < (a: EventShape, b: EventShape) -> Bool {
+        (a.stream, a.type, a.version) < (b.stream, b.type, b.version)
+    }
 }
 
 /// An app's code for its whole log, declared once: a projection per stream, and the streams
@@ -23,10 +115,10 @@ public struct Projections: Projection {
     private var byStream: [String: any Projection] = [:]
     private var inputs: Set<String> = []
     private var upcasters: [EventShape: Upcaster] = [:]
-    /// Today's version of each stream and type an upcaster reads (the shape's `version` is it).
-    private var currentVersions: [EventShape: Int] = [:]
-    /// Upcasters registered twice, by the shape they read: each such event replays as
-    /// skipped, saying so.
+    /// Today's version of each stream and type past version 1: what its projection says,
+    /// or one more than the newest version an upcaster reads, whichever is higher.
+    private var currentVersions: [EventType: Int] = [:]
+    /// Upcasters registered twice, by the shape they read: each such event is unreadable.
     private var conflicts: Set<EventShape> = []
 
     /// Turns one recorded event of some version into the events of the next version that
@@ -36,37 +128,49 @@ public struct Projections: Projection {
     /// other types keep the version they are given.
     public typealias Upcaster = @Sendable (Event) -> [Event]
 
-    /// A stream, a type and a version: what an upcaster reads (version 0: the type itself).
-    private struct EventShape: Hashable {
-        var stream: String
-        var type: String
-        var version: Int
-    }
-
     /// Projections that know no stream yet.
     public init() {}
 
     /// Registers `upcaster` for the events of `stream` and `type` recorded at `version`.
     /// Upcasters chain: an event of version 1 is read through the upcasters of versions 1, 2, …
-    /// up to today's version of its type (one more than the newest upcaster registered for
-    /// it), and `replay --verify` then proves them: today's code, fed the upcast events, must
+    /// up to today's version of its type (what its projection says, or one more than the
+    /// newest upcaster registered for it), and `replay --verify` then proves them: today's code, fed the upcast events, must
     /// write what the original one recorded. Registering a second upcaster for one version
-    /// keeps the first and makes every event it reads replay as skipped, saying so.
+    /// keeps the first and makes every event it reads unreadable, saying so.
     public mutating func upcast(_ stream: String, _ type: String, from version: Int, with upcaster: @escaping Upcaster) {
         let shape = EventShape(stream: stream, type: type, version: version)
         if upcasters[shape] != nil { conflicts.insert(shape) } else { upcasters[shape] = upcaster }
-        currentVersions[EventShape(stream: stream, type: type, version: 0), default: 1] = max(currentVersion(of: stream, type), version + 1)
+        currentVersions[EventType(stream: stream, type: type)] = max(currentVersion(of: stream, type), version + 1)
     }
 
-    /// Today's version of events of `stream` and `type`: one more than the newest version an
-    /// upcaster reads, or 1 when none does.
+    /// Today's version of events of `stream` and `type`: what its projection says, or one
+    /// more than the newest version an upcaster reads; 1 when neither says more.
     public func currentVersion(of stream: String, _ type: String) -> Int {
-        currentVersions[EventShape(stream: stream, type: type, version: 0)] ?? 1
+        currentVersions[EventType(stream: stream, type: type)] ?? 1
     }
 
     /// Recomputes the events of `streams` with `projection`.
+    /// Recomputes the events of `streams` with `projection`, whose ``Projection/versions(in:)``
+    /// say today's version of their types.
     public mutating func recompute(_ streams: [String], with projection: some Projection) {
-        for stream in streams { byStream[stream] = projection }
+        for stream in streams {
+            byStream[stream] = projection
+            for (type, version) in projection.versions(in: stream) {
+                currentVersions[EventType(stream: stream, type: type)] = max(currentVersion(of: stream, type), version)
+            }
+        }
+    }
+
+    /// Today's version of each type of `stream` past version 1: what its projection says,
+    /// or one more than the newest version an upcaster reads.
+    public func versions(in stream: String) -> [String: Int] {
+        Dictionary(uniqueKeysWithValues: currentVersions.filter { $0.key.stream == stream }.map { ($0.key.type, $0.value) })
+    }
+
+    /// A stream and a type, whatever the version.
+    private struct EventType: Hashable {
+        var stream: String
+        var type: String
     }
 
     /// Takes the events of `streams` as recorded: they are inputs, not derived.
@@ -75,53 +179,37 @@ public struct Projections: Projection {
     }
 
     /// What the projection given for the record's stream computes; `nil` for a stream taken
-    /// as recorded or unknown. An event older than today's version of its type is read
-    /// through its upcasters first, and the events they give are recomputed in order, their
-    /// writes together; an event no upcaster can bring to today's version (a gap in the
-    /// chain, a version newer than today's, two upcasters for one version) is `skipped`
-    /// with the reason, which `replay --verify` reports as where the code and log part.
+    /// as recorded or unknown.
     public func recompute(_ record: EventRecord, in state: StateValue) -> Recomputed? {
-        guard let projection = byStream[record.event.stream] else { return nil }
-        // Today's events (every event of a log without upcasters) take the plain path.
-        guard record.event.version != (upcasters.isEmpty ? 1 : currentVersion(of: record.event.stream, record.event.type)) else {
-            return projection.recompute(record, in: state)
+        byStream[record.event.stream]?.recompute(record, in: state)
+    }
+
+    /// An event of a stream this code recomputes, older than today's version of its type,
+    /// read through its upcasters; `unreadable` when none can bring it to today's version (a
+    /// gap in the chain, two upcasters for one version). Events of streams taken as recorded
+    /// are read as they are, whatever their version.
+    public func upcasting(_ event: Event) -> Upcast {
+        // Every event of a log without upcasters takes this branch.
+        if event.version == 1, currentVersions.isEmpty { return .current }
+        guard byStream[event.stream] != nil else { return .current }
+        let today = currentVersion(of: event.stream, event.type)
+        if event.version == today { return .current }
+        if event.version > today { return .newer(today: today) }
+        switch chain(event) {
+        case .success(let events): return .events(events)
+        case .failure(let error): return .unreadable(reason: error.reason)
         }
-        let events: [Event]
-        switch chain(record.event) {
-        case .success(let upcast): events = upcast
-        case .failure(let error): return Recomputed(outcome: .skipped(reason: error.reason), writes: [])
-        }
-        var state = state
-        var writes: [Write] = []
-        var outcomes: [Outcome] = []
-        for event in events {
-            var single = record
-            single.event = event
-            guard let recomputed = byStream[event.stream]?.recompute(single, in: state) else {
-                return Recomputed(outcome: .skipped(reason: "the upcast \(event.stream)/\(event.type) v\(event.version) is of a stream no code recomputes"), writes: [])
-            }
-            for write in recomputed.writes {
-                do { _ = try state.set(write.new, at: write.path) } catch {
-                    return Recomputed(outcome: .skipped(reason: "the upcast \(event.stream)/\(event.type) v\(event.version) writes \(write.path), which does not fit: \(error)"), writes: [])
-                }
-            }
-            writes += recomputed.writes
-            outcomes.append(recomputed.outcome)
-        }
-        // Applied when any upcast event is; a drop keeps the original's outcome.
-        let outcome = outcomes.first { $0 == .applied } ?? outcomes.first ?? record.event.outcome
-        return Recomputed(outcome: outcome, writes: writes)
     }
 
     /// `event` read through the chain of upcasters to today's version of each event it
     /// becomes, or why it cannot be.
     private func chain(_ event: Event) -> Result<[Event], RuleError> {
         let current = currentVersion(of: event.stream, event.type)
-        let shape = EventShape(stream: event.stream, type: event.type, version: event.version)
+        let shape = EventShape(event)
         if event.version == current { return .success([event]) }
         let name = "\(event.stream)/\(event.type)"
         guard event.version < current else {
-            return .failure(RuleError("\(name) v\(event.version) is newer than today's v\(current) (a log from a newer release)"))
+            return .failure(RuleError("an upcaster gives \(shape), newer than today's v\(current)"))
         }
         guard !conflicts.contains(shape) else { return .failure(RuleError("two upcasters read \(name) v\(event.version)")) }
         guard let upcaster = upcasters[shape] else {
@@ -168,6 +256,8 @@ public struct Recomputed: Sendable, Hashable {
 public struct Divergence: Sendable, Hashable {
     /// The event as recorded.
     public var record: EventRecord
+    /// What its upcasters made of it, when it is older than today's version; else empty.
+    public var upcast: [Event]
     /// What today's code does instead.
     public var actual: Recomputed
     /// The recorded state after the event, against today's: `old` recorded, `new` today's.
@@ -201,10 +291,25 @@ public struct ReplayReport: Sendable, Hashable {
     public var unknownStreams: [String] {
         streams.filter { $0.value.unknown > 0 }.map(\.key).sorted()
     }
+    /// By shape, how many older events were read through upcasters (and, when verifying,
+    /// proved against what they recorded, but a divergence's own).
+    public var upcast: [EventShape: Int] = [:]
+    /// By shape, how many events newer than today's code replayed as recorded, unchecked.
+    public var newer: [EventShape: Int] = [:]
     /// The state after the last replayed event, under today's code.
     public var state: StateValue
     /// The first divergence, when verifying found one.
     public var divergence: Divergence?
+    /// The first event today's code cannot read, and why; the replay stopped before it.
+    public var unreadable: UnreadableEvent?
+}
+
+/// An event today's code cannot read (``Upcast/unreadable(reason:)``).
+public struct UnreadableEvent: Sendable, Hashable {
+    /// The event as recorded.
+    public var record: EventRecord
+    /// Why, naming the stream, type and versions: `no upcaster for messenger/selectBotTab v1 → v2`.
+    public var reason: String
 }
 
 extension EventStore {
@@ -212,7 +317,10 @@ extension EventStore {
     /// starting from the recorded state before `from`. With `verify`, every recomputed event
     /// is compared with the recording and the replay stops at the first disagreement; since
     /// the states are equal up to there, it is also the first event each judged on its own
-    /// recorded state disagrees. Never touches anything but the log.
+    /// recorded state disagrees. An event older than today's version of its type is read
+    /// through its upcasters (and, verifying, proved against its recorded writes); one newer
+    /// replays as recorded; at one no upcaster can read the replay stops
+    /// (``ReplayReport/unreadable``). Never touches anything but the log.
     ///
     /// - Parameters:
     ///   - projection: Today's code; its events replay as recorded where it returns `nil`.
@@ -230,16 +338,33 @@ extension EventStore {
                        progress: ((UInt64) -> Void)? = nil) throws -> ReplayReport {
         var report = ReplayReport(state: try snapshot(after: from > 0 ? from - 1 : 0))
         try forEachRecord(from: max(from, 1), to: to) { record in
-            report.events += 1
             if record.seq & 0xFFFF == 0 { progress?(record.seq) }
-            let recomputed = projection.recompute(record, in: report.state)
-            let stream = record.event.stream
+            let event = record.event
+            var upcast: [Event] = []
+            let recomputed: Recomputed?
+            switch projection.upcasting(event) {
+            case .current:
+                recomputed = projection.recompute(record, in: report.state)
+            case .events(let events):
+                upcast = events
+                report.upcast[EventShape(event), default: 0] += 1
+                recomputed = projection.recompute(upcast: events, of: record, in: report.state)
+            case .newer:
+                report.events += 1
+                report.newer[EventShape(event), default: 0] += 1
+                do throws(StateError) { try report.state.apply(event.writes) } catch { throw EventStoreError.invalidWrite(error) }
+                return true
+            case .unreadable(let reason):
+                report.unreadable = UnreadableEvent(record: record, reason: reason)
+                return false
+            }
+            report.events += 1
             if recomputed != nil {
-                report.streams[stream, default: .init()].recomputed += 1
-            } else if projection.knows(stream: stream) {
-                report.streams[stream, default: .init()].asRecorded += 1
+                report.streams[event.stream, default: .init()].recomputed += 1
+            } else if projection.knows(stream: event.stream) {
+                report.streams[event.stream, default: .init()].asRecorded += 1
             } else {
-                report.streams[stream, default: .init()].unknown += 1
+                report.streams[event.stream, default: .init()].unknown += 1
             }
             // Keep no second reference to the state while applying: it would make every write
             // copy the objects on its path (a whole collection, for object saves).
@@ -252,7 +377,7 @@ extension EventStore {
             let writes = recomputed?.writes ?? record.event.writes
             do throws(StateError) { try report.state.apply(writes) } catch { throw EventStoreError.invalidWrite(error) }
             guard let recorded, let recomputed else { return true }
-            report.divergence = Divergence(record: record, actual: recomputed, diff: recorded.diff(to: report.state))
+            report.divergence = Divergence(record: record, upcast: upcast, actual: recomputed, diff: recorded.diff(to: report.state))
             return false
         }
         return report

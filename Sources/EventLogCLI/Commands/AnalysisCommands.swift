@@ -26,11 +26,16 @@ package enum AnalysisCommands {
             not is printed with the expected and actual writes and the structural diff, and the exit code
             is 1; so is a stream the code does not know, unless --accept-recorded. A full --verify also
             checks the objects' read model against the replayed state.
+            An event recorded at an older version of its type is read through the app's upcasters, and
+            --verify proves them: today's code, fed what they make, must write what was recorded. The
+            summary counts them by stream, type and version. An old version no upcaster reads stops the
+            replay there (exit 1); an event newer than today's code (a log from a newer release) replays
+            as recorded, unchecked, and fails --verify unless --accept-recorded.
             """,
         options: [
             .init(name: "to", value: "N", help: "Stop after event N (default: the newest)."),
             .init(name: "verify", value: nil, help: "Compare every recomputed event with the recording."),
-            .init(name: "accept-recorded", value: nil, help: "With --verify, pass streams the code does not know, replayed as recorded."),
+            .init(name: "accept-recorded", value: nil, help: "With --verify, pass streams the code does not know and newer versions, replayed as recorded."),
         ] + [app.variantOption].compactMap { $0 }
     ) { arguments, context in
         let projection = try projections(arguments, context)
@@ -46,7 +51,9 @@ package enum AnalysisCommands {
         if verify, report.divergence == nil, to >= (try attempt { try store.lastSeq() }) {
             readModelProblem = try attempt { try context.app.readModelProblem(in: store, against: report.state) }
         }
-        let unknown = verify && !arguments.flag("accept-recorded") ? report.unknownStreams : []
+        let strict = verify && !arguments.flag("accept-recorded")
+        let unknown = strict ? report.unknownStreams : []
+        let newer = strict ? report.newer : [:]
         if context.json {
             let divergence: StateValue = report.divergence.map { divergence in
                 [
@@ -58,22 +65,34 @@ package enum AnalysisCommands {
                     "missing": .array(divergence.missing.map(\.jsonValue)),
                     "seq": .int(Int64(divergence.seq)),
                     "type": .string(divergence.record.event.type),
+                    "upcast": .array(divergence.upcast.map { event in
+                        ["payload": event.payload, "stream": .string(event.stream), "type": .string(event.type), "version": .int(Int64(event.version))]
+                    }),
                 ]
+            } ?? .null
+            let unreadable: StateValue = report.unreadable.map { unreadable in
+                ["reason": .string(unreadable.reason), "seq": .int(Int64(unreadable.record.seq)), "stream": .string(unreadable.record.event.stream),
+                 "type": .string(unreadable.record.event.type), "version": .int(Int64(unreadable.record.event.version))]
             } ?? .null
             var streams = StateObject()
             for (name, count) in report.streams.sorted(by: { $0.key < $1.key }) {
                 streams[name] = ["asRecorded": .int(Int64(count.asRecorded)), "recomputed": .int(Int64(count.recomputed)),
                                  "unknown": .int(Int64(count.unknown))]
             }
-            context.printJSON(["divergence": divergence, "events": .int(Int64(report.events)),
+            context.printJSON(["divergence": divergence, "events": .int(Int64(report.events)), "newer": shapeCounts(report.newer),
                                "readModel": readModelProblem.map { .string($0) } ?? .null, "state": report.state,
-                               "streams": .object(streams)])
+                               "streams": .object(streams), "unreadable": unreadable, "upcast": shapeCounts(report.upcast)])
+        } else if let unreadable = report.unreadable {
+            context.console.line("\(Render.escaped(unreadable.reason)); first at seq \(unreadable.record.seq) (after \(report.events) replayed events)")
         } else if let divergence = report.divergence {
             context.console.line("divergence at event \(divergence.seq) after \(report.events) replayed events:")
             context.console.line(describe(divergence.record, previousSeq: nil).joined(separator: "\n"))
             context.console.line(describe(divergence).joined(separator: "\n"))
         } else if let readModelProblem {
             context.console.line(readModelProblem)
+        } else if !newer.isEmpty {
+            context.console.line("not verified: " + newer.sorted { $0.key < $1.key }.map { "\($0.value) \(Render.escaped($0.key.description))" }.joined(separator: ", ")
+                + " newer than today's code (a log from a newer release), replayed as recorded, unchecked (--accept-recorded passes them)")
         } else if !unknown.isEmpty {
             let events = unknown.map { report.streams[$0]!.unknown }.reduce(0, +)
             context.console.line("not verified: today's code does not know the stream\(unknown.count == 1 ? "" : "s") "
@@ -84,17 +103,28 @@ package enum AnalysisCommands {
             context.console.line((verify ? "ok: \(report.events) events replayed; today's code agrees with every recomputed step and the read model"
                                          : "replayed \(report.events) events through today's code") + "\n" + streamSummary(report))
         }
-        return report.divergence == nil && readModelProblem == nil && unknown.isEmpty ? .ok : .problem
+        return report.divergence == nil && report.unreadable == nil && readModelProblem == nil && unknown.isEmpty && newer.isEmpty ? .ok : .problem
     } }
+
+    /// `[{"stream": …, "type": …, "version": …, "events": N}, …]`, by shape.
+    static func shapeCounts(_ counts: [EventShape: Int]) -> StateValue {
+        .array(counts.sorted { $0.key < $1.key }.map { shape, events in
+            ["events": .int(Int64(events)), "stream": .string(shape.stream), "type": .string(shape.type), "version": .int(Int64(shape.version))]
+        })
+    }
 
     /// A line per stream: `  messenger   201 recomputed`.
     static func streamSummary(_ report: ReplayReport) -> String {
         let width = report.streams.keys.map { Render.escaped($0).count }.max() ?? 0
-        return report.streams.sorted { $0.key < $1.key }.map { name, count in
+        let lines = report.streams.sorted { $0.key < $1.key }.map { name, count in
             let parts = [(count.recomputed, "recomputed"), (count.asRecorded, "as recorded"), (count.unknown, "as recorded, unknown to the code")]
                 .filter { $0.0 > 0 }.map { "\($0.0) \($0.1)" }
             return "  " + Render.escaped(name).padding(toLength: width + 2, withPad: " ", startingAt: 0) + parts.joined(separator: ", ")
-        }.joined(separator: "\n")
+        }
+        let versions = [(report.upcast, "read through upcasters"), (report.newer, "newer than today's code, as recorded")].flatMap { counts, how in
+            counts.sorted { $0.key < $1.key }.map { "  \($1) \(Render.escaped($0.description)) \(how)" }
+        }
+        return (lines + versions).joined(separator: "\n")
     }
 
     static func bisect(_ app: EventLogApp) -> CommandSpec { CommandSpec(
@@ -147,8 +177,9 @@ package enum AnalysisCommands {
             answer.result = try attempt { try store.firstEvent(where: predicate!, from: from, to: to, linear: arguments.flag("linear")) }
         case "replay":
             let report = try attempt { try store.replay(through: projection, from: from, to: to, verify: true) }
-            answer.result = BisectResult(firstBad: report.divergence?.seq, probes: Int(report.events), scanned: true)
+            answer.result = BisectResult(firstBad: report.unreadable?.record.seq ?? report.divergence?.seq, probes: Int(report.events), scanned: true)
             answer.divergence = report.divergence
+            answer.unreadable = report.unreadable?.reason
         case "against":
             let path = arguments.value("against")!
             var options = EventStore.Options()
@@ -219,6 +250,8 @@ package enum AnalysisCommands {
     struct Answer {
         var result: BisectResult
         var divergence: Divergence?
+        /// Why today's code cannot read the first bad event (`--replay`).
+        var unreadable: String?
         var against: [Write]?
     }
 
@@ -241,6 +274,7 @@ package enum AnalysisCommands {
                 object.append(("actual", .array(divergence.actual.writes.map(\.jsonValue))))
                 object.append(("missing", .array(divergence.missing.map(\.jsonValue))))
             }
+            if let unreadable = answer.unreadable { object.append(("unreadable", .string(unreadable))) }
             if let against = answer.against { object.append(("against", .array(against.map(\.jsonValue)))) }
             var sorted = StateObject()
             for (key, value) in object.sorted(by: { $0.0 < $1.0 }) { sorted[key] = value }
@@ -260,6 +294,7 @@ package enum AnalysisCommands {
         context.console.line("first bad event: \(found.record.seq) (\(answer.result.probes) probes\(answer.result.scanned ? ", scanning every event" : ""))")
         context.console.line(describe(found.record, previousSeq: found.record.seq - 1, diff: found.diff).joined(separator: "\n"))
         if let divergence = answer.divergence { context.console.line(describe(divergence).joined(separator: "\n")) }
+        if let unreadable = answer.unreadable { context.console.line("  today's code cannot read it: \(Render.escaped(unreadable))") }
         if let against = answer.against {
             context.console.line("  this log against the other after \(found.record.seq):")
             context.console.line(Render.diff(against, colors: context.console.usesColors).map { "    " + $0 }.joined(separator: "\n"))
@@ -284,7 +319,8 @@ package enum AnalysisCommands {
 
     /// Today's code against the recording at a divergence.
     static func describe(_ divergence: Divergence) -> [String] {
-        var lines = ["  today's code: \(divergence.actual.outcome.name)"
+        var lines = divergence.upcast.map { "  upcast  \(Render.escaped(EventShape($0).description)) \(Render.escaped($0.payload.json()))" }
+        lines += ["  today's code: \(divergence.actual.outcome.name)"
                      + (divergence.actual.writes.isEmpty ? ", no writes" : ", writes " + divergence.actual.writes.map(Render.write).joined(separator: "; "))]
         if case .skipped(let reason) = divergence.actual.outcome { lines.append("    because \(Render.escaped(reason))") }
         for write in divergence.missing { lines.append("  missing write: \(Render.write(write))") }

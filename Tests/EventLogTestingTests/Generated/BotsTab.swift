@@ -27,7 +27,7 @@ func botsTab(model: MessengerModel) throws {
     tester.expect([
         .skipped("navigation/popToRoot", reason: "no-op: navigation.path is already []", origin: "url"),
         .skipped("navigation/dismissSheet", reason: "no-op: navigation.sheet is already null", origin: "url"),
-        .applied("messenger/selectBotTab", ["messenger.selectedTab": "bots", "messenger.listFilter": "unread"], payload: ["filter": "unread"], origin: "url"),
+        .applied("messenger/selectBotTab", ["messenger.selectedTab": "bots", "messenger.listFilter": "unread"], payload: StateValue(jsonLiteral: #"{"tab":"bots","filter":{"name":"unread"}}"#), origin: "url"),
     ])
     tester.clock.advance(microseconds: 2004000)
     // #6…#13: botmessages://avatar/bolt-2/expanded
@@ -57,6 +57,6 @@ func botsTab(model: MessengerModel) throws {
     tester.expect([
         .skipped("navigation/popToRoot", reason: "no-op: navigation.path is already []", origin: "url"),
         .skipped("navigation/dismissSheet", reason: "no-op: navigation.sheet is already null", origin: "url"),
-        .applied("messenger/selectBotTab", ["messenger.listFilter": "muted"], payload: ["filter": "muted"], origin: "url"),
+        .applied("messenger/selectBotTab", ["messenger.listFilter": "muted"], payload: StateValue(jsonLiteral: #"{"tab":"bots","filter":{"name":"muted"}}"#), origin: "url"),
     ])
 }
