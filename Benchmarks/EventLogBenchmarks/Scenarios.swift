@@ -215,8 +215,11 @@ enum Scenarios {
         var upcasting = plain
         for type in Workload.types {
             upcasting.upcast("messenger", type, from: 1) { old in
+                guard case .object(var payload) = old.payload else { return [old] }
+                payload["avatar"] = payload["id"]
+                payload["id"] = nil
                 var new = old
-                new.payload = ["avatar": old.payload["id"] ?? .null]
+                new.payload = .object(payload)
                 return [new]
             }
         }

@@ -13,6 +13,16 @@ import Testing
         #expect(try StatePath(parsing: "a.b[2][\"c.d\"]").components == [.key("a"), .key("b"), .index(2), .key("c.d")])
     }
 
+    /// Dotted ASCII keys take a path of their own, past the parser: it must read them as the parser does.
+    @Test func dottedKeysReadAsTheParserReadsThem() throws {
+        #expect(try StatePath(parsing: "a.7b.c_d-e").components == [.key("a"), .key("7b"), .key("c_d-e")])
+        #expect(try StatePath(parsing: "café.x").components == [.key("café"), .key("x")])
+        #expect(try StatePath(parsing: "a.b[0]").components == [.key("a"), .key("b"), .index(0)])
+        for malformed in ["a..b", "a.", ".", "a\u{7}b", "a\tb"] {
+            #expect(throws: ExpressionSyntaxError.self, "\(malformed)") { try StatePath(parsing: malformed) }
+        }
+    }
+
     @Test(arguments: [("a..b", 3), ("a.", 3), ("a[x]", 3), ("a[1", 4), (".a", 1), ("a b", 2), ("a[\"x", 5)])
     func rejectsMalformedPathsWithColumn(_ text: String, _ column: Int) {
         #expect(throws: ExpressionSyntaxError.self) { try StatePath(parsing: text) }

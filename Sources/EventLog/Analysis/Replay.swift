@@ -36,6 +36,10 @@ extension Projection {
     /// cancelled step). An upcast event it does not recompute among others it does, or whose
     /// writes do not fit, makes the whole `skipped` with the reason.
     func recompute(upcast events: [Event], of record: EventRecord, in state: StateValue) -> Recomputed? {
+        // One event (a rename, a new field): as today's code computes it, the state untouched.
+        if events.count == 1 {
+            return recompute(EventRecord(seq: record.seq, time: record.time, event: events[0], checksum: record.checksum), in: state)
+        }
         var state = state
         var writes: [Write] = []
         var outcomes: [Outcome] = []
@@ -114,12 +118,8 @@ public struct EventShape: Sendable, Hashable, Comparable, CustomStringConvertibl
 public struct Projections: Projection {
     private var byStream: [String: any Projection] = [:]
     private var inputs: Set<String> = []
-    private var upcasters: [EventShape: Upcaster] = [:]
-    /// Today's version of each stream and type past version 1: what its projection says,
-    /// or one more than the newest version an upcaster reads, whichever is higher.
-    private var currentVersions: [EventType: Int] = [:]
-    /// Upcasters registered twice, by the shape they read: each such event is unreadable.
-    private var conflicts: Set<EventShape> = []
+    /// Each stream and type past version 1: today's version and the upcasters from older ones.
+    private var versioned: [EventType: TypeVersions] = [:]
 
     /// Turns one recorded event of some version into the events of the next version that
     /// today's code would have recorded in its place: none (a drop), one (a rename, a new
@@ -128,35 +128,57 @@ public struct Projections: Projection {
     /// other types keep the version they are given.
     public typealias Upcaster = @Sendable (Event) -> [Event]
 
+    /// A stream and a type, whatever the version.
+    private struct EventType: Hashable {
+        var stream: String
+        var type: String
+    }
+
+    /// The versions of one type: today's (what its projection says, or one more than the
+    /// newest version an upcaster reads, whichever is higher) and its upcasters by the version
+    /// they read; a version read by two is unreadable.
+    private struct TypeVersions {
+        var today = 1
+        /// Whether a projection recomputes the type's stream (events of other streams are
+        /// read as they are); kept here so that reading an old event looks up nothing else.
+        var isRecomputed = false
+        var upcasters: [Int: Upcaster] = [:]
+        var readTwice: Set<Int> = []
+    }
+
     /// Projections that know no stream yet.
     public init() {}
 
     /// Registers `upcaster` for the events of `stream` and `type` recorded at `version`.
     /// Upcasters chain: an event of version 1 is read through the upcasters of versions 1, 2, …
     /// up to today's version of its type (what its projection says, or one more than the
-    /// newest upcaster registered for it), and `replay --verify` then proves them: today's code, fed the upcast events, must
-    /// write what the original one recorded. Registering a second upcaster for one version
-    /// keeps the first and makes every event it reads unreadable, saying so.
+    /// newest upcaster registered for it), and `replay --verify` then proves them: today's
+    /// code, fed the upcast events, must write what the original one recorded. Registering a
+    /// second upcaster for one version keeps the first and makes every event it reads
+    /// unreadable, saying so.
     public mutating func upcast(_ stream: String, _ type: String, from version: Int, with upcaster: @escaping Upcaster) {
-        let shape = EventShape(stream: stream, type: type, version: version)
-        if upcasters[shape] != nil { conflicts.insert(shape) } else { upcasters[shape] = upcaster }
-        currentVersions[EventType(stream: stream, type: type)] = max(currentVersion(of: stream, type), version + 1)
+        let key = EventType(stream: stream, type: type)
+        var versions = versioned[key] ?? TypeVersions(isRecomputed: byStream[stream] != nil)
+        if versions.upcasters[version] != nil { versions.readTwice.insert(version) } else { versions.upcasters[version] = upcaster }
+        versions.today = max(versions.today, version + 1)
+        versioned[key] = versions
     }
 
     /// Today's version of events of `stream` and `type`: what its projection says, or one
     /// more than the newest version an upcaster reads; 1 when neither says more.
     public func currentVersion(of stream: String, _ type: String) -> Int {
-        currentVersions[EventType(stream: stream, type: type)] ?? 1
+        versioned[EventType(stream: stream, type: type)]?.today ?? 1
     }
 
-    /// Recomputes the events of `streams` with `projection`.
     /// Recomputes the events of `streams` with `projection`, whose ``Projection/versions(in:)``
     /// say today's version of their types.
     public mutating func recompute(_ streams: [String], with projection: some Projection) {
         for stream in streams {
             byStream[stream] = projection
-            for (type, version) in projection.versions(in: stream) {
-                currentVersions[EventType(stream: stream, type: type)] = max(currentVersion(of: stream, type), version)
+            for key in versioned.keys where key.stream == stream { versioned[key]?.isRecomputed = true }
+            for (type, version) in projection.versions(in: stream) where version > 1 {
+                let key = EventType(stream: stream, type: type)
+                versioned[key, default: TypeVersions(isRecomputed: true)].today = max(currentVersion(of: stream, type), version)
             }
         }
     }
@@ -164,13 +186,7 @@ public struct Projections: Projection {
     /// Today's version of each type of `stream` past version 1: what its projection says,
     /// or one more than the newest version an upcaster reads.
     public func versions(in stream: String) -> [String: Int] {
-        Dictionary(uniqueKeysWithValues: currentVersions.filter { $0.key.stream == stream }.map { ($0.key.type, $0.value) })
-    }
-
-    /// A stream and a type, whatever the version.
-    private struct EventType: Hashable {
-        var stream: String
-        var type: String
+        Dictionary(uniqueKeysWithValues: versioned.filter { $0.key.stream == stream }.map { ($0.key.type, $0.value.today) })
     }
 
     /// Takes the events of `streams` as recorded: they are inputs, not derived.
@@ -189,43 +205,55 @@ public struct Projections: Projection {
     /// gap in the chain, two upcasters for one version). Events of streams taken as recorded
     /// are read as they are, whatever their version.
     public func upcasting(_ event: Event) -> Upcast {
-        // Every event of a log without upcasters takes this branch.
-        if event.version == 1, currentVersions.isEmpty { return .current }
-        guard byStream[event.stream] != nil else { return .current }
-        let today = currentVersion(of: event.stream, event.type)
-        if event.version == today { return .current }
-        if event.version > today { return .newer(today: today) }
-        switch chain(event) {
+        // Every event of an app whose types are all at version 1 takes this branch.
+        if event.version == 1, versioned.isEmpty { return .current }
+        let versions = versioned[EventType(stream: event.stream, type: event.type)]
+        let today = versions?.today ?? 1
+        guard event.version != today, versions?.isRecomputed ?? (byStream[event.stream] != nil) else { return .current }
+        guard event.version < today, let versions else { return .newer(today: today) }
+        switch chain(event, versions) {
         case .success(let events): return .events(events)
         case .failure(let error): return .unreadable(reason: error.reason)
         }
     }
 
-    /// `event` read through the chain of upcasters to today's version of each event it
-    /// becomes, or why it cannot be.
-    private func chain(_ event: Event) -> Result<[Event], RuleError> {
-        let current = currentVersion(of: event.stream, event.type)
-        let shape = EventShape(event)
-        if event.version == current { return .success([event]) }
-        let name = "\(event.stream)/\(event.type)"
-        guard event.version < current else {
-            return .failure(RuleError("an upcaster gives \(shape), newer than today's v\(current)"))
-        }
-        guard !conflicts.contains(shape) else { return .failure(RuleError("two upcasters read \(name) v\(event.version)")) }
-        guard let upcaster = upcasters[shape] else {
-            return .failure(RuleError("no upcaster for \(name) v\(event.version) → v\(event.version + 1)"))
-        }
-        var events: [Event] = []
-        for var next in upcaster(event) {
-            // The next version of this type; an event of another type (a split) is at the
-            // version the upcaster gave it, 1 unless it says otherwise.
-            if next.stream == event.stream && next.type == event.type { next.version = event.version + 1 }
-            switch chain(next) {
-            case .success(let upcast): events += upcast
-            case .failure(let error): return .failure(error)
+    /// `event` read through the upcasters of its type (`versions`) to today's version, and
+    /// each event of another type it becomes to today's version of its own; or why it cannot be.
+    private func chain(_ recorded: Event, _ versions: TypeVersions) -> Result<[Event], RuleError> {
+        // One event at a time, in an array of one that each rename hands on without copying it.
+        var single = [recorded]
+        while single[0].version < versions.today {
+            let event = single[0]
+            guard versions.readTwice.isEmpty || !versions.readTwice.contains(event.version) else {
+                return .failure(RuleError("two upcasters read \(EventShape(event))"))
             }
+            guard let upcaster = versions.upcasters[event.version] else {
+                return .failure(RuleError("no upcaster for \(EventShape(event)) → v\(event.version + 1)"))
+            }
+            var made = upcaster(event)
+            // A rename or a new field: the next version of this event, read on.
+            if made.count == 1, made[0].stream == event.stream, made[0].type == event.type {
+                made[0].version = event.version + 1
+                single = made
+                continue
+            }
+            var events: [Event] = []
+            for var next in made {
+                // The next version of this type; an event of another type (a split) is at the
+                // version the upcaster gave it, 1 unless it says otherwise.
+                let other = versioned[EventType(stream: next.stream, type: next.type)] ?? TypeVersions()
+                if next.stream == event.stream, next.type == event.type { next.version = event.version + 1 }
+                guard next.version <= other.today else {
+                    return .failure(RuleError("an upcaster gives \(EventShape(next)), newer than today's v\(other.today)"))
+                }
+                switch chain(next, other) {
+                case .success(let upcast): events += upcast
+                case .failure(let error): return .failure(error)
+                }
+            }
+            return .success(events)
         }
-        return .success(events)
+        return .success(single)
     }
 
     /// Whether `stream` was given a projection or taken as recorded.

@@ -25,8 +25,33 @@ public struct StatePath: Sendable, Hashable, CustomStringConvertible, Expressibl
     /// - Throws: ``ExpressionSyntaxError`` when `text` is not a path: a missing key or `.`, an
     ///   unterminated bracket or quoted key, an index that is not a decimal `Int`.
     public init(parsing text: String) throws(ExpressionSyntaxError) {
+        if let keys = Self.dottedKeys(text) {
+            self.init(keys)
+            return
+        }
         var parser = PathParser(text: Array(text.unicodeScalars))
         self.init(try parser.parse())
+    }
+
+    /// `messenger.listFilter`: the keys of a path of ASCII bare keys joined by dots, read
+    /// without the parser (most paths, and every literal such as `payload["filter"]`, are
+    /// such); `nil` for any other text, which the parser reads the same way or refuses.
+    private static func dottedKeys(_ text: String) -> [Component]? {
+        var keys: [Component] = []
+        var start = text.utf8.startIndex
+        for index in text.utf8.indices {
+            let byte = text.utf8[index]
+            guard byte < 0x80, byte != UInt8(ascii: ".") else {
+                guard byte == UInt8(ascii: "."), index > start else { return nil }
+                keys.append(.key(String(text[start..<index])))
+                start = text.utf8.index(after: index)
+                continue
+            }
+            if isDelimiter(Unicode.Scalar(byte)) { return nil }
+        }
+        guard start < text.utf8.endIndex else { return nil }
+        keys.append(.key(String(text[start...])))
+        return keys
     }
 
     /// A path literal; it must be valid (a malformed literal is a programmer error).
