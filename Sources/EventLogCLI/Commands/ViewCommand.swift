@@ -1,5 +1,8 @@
 import EventLog
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `view`: a range of the log as one self-contained HTML page (``ViewPage``), with what
 /// `bisect --where`, `--against` and `--replay` find in it marked.
@@ -59,9 +62,7 @@ enum ViewCommand {
             if context.json { context.printJSON(.object(page)) } else { context.console.out(html) }
             return .ok
         }
-        do { try Data(html.utf8).write(to: URL(fileURLWithPath: output), options: .atomic) } catch {
-            throw CLIError.unavailable("cannot write \(output): \(reason(error))")
-        }
+        try write(html, to: output)
         let shown = "\(range.shown.lowerBound)-\(range.shown.upperBound)"
         if context.json {
             context.printJSON(["bytes": .int(Int64(html.utf8.count)), "file": .string(output), "from": .int(Int64(range.shown.lowerBound)),
@@ -88,10 +89,24 @@ enum ViewCommand {
         return (lower...upper, from != nil ? lower...(lower + eventLimit - 1) : (upper - eventLimit + 1)...upper)
     }
 
-    /// The system's reason a file could not be written (`Permission denied`), else Foundation's.
-    private static func reason(_ error: any Error) -> String {
-        let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
-        if let code = underlying?.domain == NSPOSIXErrorDomain ? underlying?.code : nil { return String(cString: strerror(Int32(code))) }
-        return error.localizedDescription
+    /// Writes `text` to a new file beside `path` and renames it over `path`: a reader sees the
+    /// old file or the whole new one, and a failure leaves no file behind.
+    /// - Throws: ``CLIError`` (exit 3) with the system's reason.
+    static func write(_ text: String, to path: String) throws(CLIError) {
+        let temporary = path + ".partial-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else { throw CLIError.unavailable("cannot write \(path): \(String(cString: strerror(errno)))") }
+        let bytes = Array(text.utf8)
+        var written = 0
+        var failure: Int32 = 0
+        while written < bytes.count, failure == 0 {
+            let count = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, $0.count - written) }
+            if count > 0 { written += count } else if errno != EINTR { failure = count < 0 ? errno : EIO }
+        }
+        if close(fd) != 0, failure == 0 { failure = errno }
+        if failure == 0, rename(temporary, path) != 0 { failure = errno }
+        guard failure != 0 else { return }
+        unlink(temporary)
+        throw CLIError.unavailable("cannot write \(path): \(String(cString: strerror(failure)))")
     }
 }
