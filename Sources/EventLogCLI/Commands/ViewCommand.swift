@@ -23,7 +23,8 @@ enum ViewCommand {
             --against marks the first event after which the state differs from log DB's; --replay marks
             the first event today's code disagrees with, recorded and recomputed writes side by side.
             A page holds at most 20,000 events: of a longer range, the first ones from --from, else the
-            newest; it says which it shows. Without --output the page goes to stdout.
+            newest; it says which it shows. Without --output the page goes to stdout (with --json, the
+            page's data instead); with it, one line says what was written.
             """,
         options: LogCommands.rangeOptions + [
             .init(name: "where", value: "EXPR", help: "Mark the first event after which EXPR holds (as 'bisect --where')."),

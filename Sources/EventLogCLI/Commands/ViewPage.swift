@@ -140,7 +140,7 @@ enum ViewPage {
         """
 
     private static let style = """
-        :root { --name: 15rem; font: 13px/1.4 system-ui, sans-serif; color: #1d2329; background: #f6f7f9; }
+        :root { --name: 18rem; font: 13px/1.4 system-ui, sans-serif; color: #1d2329; background: #f6f7f9; }
         body { margin: 0; }
         header { padding: .6rem 1rem .2rem; }
         h1 { font-size: 1.1rem; margin: 0; }
@@ -158,13 +158,15 @@ enum ViewPage {
         #lanes { position: relative; margin: .4rem 1rem; background: #fff; max-height: 19rem; overflow-x: hidden; overflow-y: auto; }
         .lane { display: flex; height: 18px; border-bottom: 1px solid #eef0f2; }
         .lane-name { width: var(--name); flex: none; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; padding: 0 .4rem; font: 12px ui-monospace, monospace; }
-        .lane-track { position: relative; flex: 1; }
+        .lane-track { position: relative; flex: 1; contain: strict; }
         .tick { position: absolute; top: 3px; width: 3px; height: 12px; margin-left: -1px; background: #1565c0; cursor: pointer; }
         .tick.current { background: #ff8f00; top: 1px; height: 16px; }
         #cursor { position: absolute; top: 0; bottom: 0; width: 1px; background: #ff8f00; pointer-events: none; z-index: 1; }
         main { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: .6rem; padding: 0 1rem 1rem; }
         #timeline { background: #fff; max-height: 70vh; overflow: auto; font: 12px ui-monospace, monospace; }
         .plan { border-bottom: 1px solid #dde1e5; }
+        /* Off-screen plans are not laid out: selecting stays quick with 20,000 rows. */
+        .plan, #timeline > .row, #timeline > details { content-visibility: auto; contain-intrinsic-size: auto 54px; }
         .plan-head { padding: .2rem .4rem; background: #f0f3f6; color: #37474f; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
         .row { display: grid; grid-template-columns: 4.5rem 7.5rem 5.5rem minmax(8rem, 1fr) minmax(0, 2fr); gap: .4rem; padding: 1px .4rem; cursor: pointer; white-space: nowrap; }
         .row > span { overflow: hidden; text-overflow: ellipsis; }
@@ -195,7 +197,6 @@ enum ViewPage {
     private static let script = """
         "use strict";
         (function () {
-          const started = performance.now();
           const data = JSON.parse(document.getElementById("eventlog-data").textContent);
           const control = new RegExp(data.control, "gu");
           const events = data.events;
@@ -538,7 +539,8 @@ enum ViewPage {
 
           if (fragment.has("search")) { searchBox.value = fragment.get("search"); search(searchBox.value); }
           select(initialIndex, true);
-          document.body.dataset.buildMs = (performance.now() - started).toFixed(1);
+          // Milliseconds since the navigation started: the page built (its first selection laid out).
+          document.body.dataset.buildMs = performance.now().toFixed(1);
           requestAnimationFrame(() => requestAnimationFrame(() => {
             const paint = performance.getEntriesByName("first-contentful-paint")[0];
             if (paint) document.body.dataset.firstPaintMs = paint.startTime.toFixed(1);
