@@ -27,7 +27,7 @@ import Testing
         let page = dir.file("page-\(UUID().uuidString).html")
         let written = try runEventlog(["view", "--output", page] + arguments)
         #expect(written.code == 0, "\(written.err)")
-        return try HeadlessChromium.dom(of: page, fragment: fragment, profile: dir.file("chromium-profile"))
+        return try HeadlessChromium.dom(ofFile: page, fragment: fragment, profile: dir.file("chromium-profile"))
     }
 
     /// The seqs of the elements that carry `attribute` (such as `data-bisect="first-bad"`), in order.
@@ -122,7 +122,7 @@ import Testing
         #expect(source.components(separatedBy: "</script>").count == 3)
         #expect(source.contains(#"\u003C/script\u003E"#))
 
-        let dom = try HeadlessChromium.dom(of: page, fragment: "#search=PWNED", profile: dir.file("chromium-profile"))
+        let dom = try HeadlessChromium.dom(ofFile: page, fragment: "#search=PWNED", profile: dir.file("chromium-profile"))
         #expect(dom.contains("<title>eventlog view: \(db) 1-2</title>"))
         #expect(HeadlessChromium.startTags(in: dom).filter { $0.hasPrefix("<script") || $0.hasPrefix("<img") || $0.hasPrefix("<svg") }.count == 2)
         // Shown as text, with control characters and bidi marks written as escapes.
@@ -160,6 +160,88 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["a-file", "demo.lmdb"])
     }
 
+    /// `view --serve` started on `db`, and the address it prints.
+    func server(_ arguments: [String]) throws -> (process: Process, address: String?, err: Pipe) {
+        let process = try spawnEventlog(["view", "--serve"] + arguments)
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line += chunk
+        }
+        return (process, String(decoding: line, as: UTF8.self).firstMatch(of: /http:\/\/127\.0\.0\.1:\d+\//).map { String($0.0) }, err)
+    }
+
+    @Test func aServedPageShowsAnEventAnotherProcessAppendsAfterItStarted() throws {
+        let db = dir.file("live.lmdb")
+        #expect(try runEventlog(["import", "-", "--db", db], stdin: counterEvents(key: "count", count: 3)).code == 0)
+        let served = try server(["--db", db])
+        // Not `terminate()`: a child spawned from a Dispatch thread inherits its blocked signals.
+        defer {
+            kill(served.process.processIdentifier, SIGKILL)
+            served.process.waitUntilExit()
+        }
+        let address = try #require(served.address)
+        // Appended after the server read the log: only the event stream can bring it to the page.
+        let event = #"{"stream":"t","type":"live","origin":"test","writes":[{"path":"live.marker","new":"appended"}]}"#
+        #expect(try runEventlog(["import", "-", "--db", db], stdin: event + "\n").code == 0)
+        let dom = try HeadlessChromium.dom(of: address, profile: dir.file("chromium-profile"), budget: 1_500)
+        #expect(seqs(of: dom) == [1, 2, 3, 4])
+        #expect(dom.contains(#"data-path="live.marker""#))
+        #expect(dom.contains(#"data-selected="4""#), "the newest event stays selected")
+
+        // A port in use, and options that do not go together, are one-line errors.
+        let port = String(address.split(separator: ":").last!.dropLast())
+        let taken = try runEventlog(["view", "--serve", "--port", port, "--db", db])
+        #expect(taken.code == 3 && taken.err.hasPrefix("Error: cannot listen on 127.0.0.1:\(port): Address already in use"), "\(taken.err)")
+        for (arguments, message) in [(["--serve", "--to", "2"], "Error: --serve follows the log and writes no file"),
+                                     (["--port", "8080"], "Error: --port goes with --serve"),
+                                     (["--serve", "--bind", "localhost"], "Error: --bind takes an IPv4 address")] {
+            let refused = try runEventlog(["view", "--db", db] + arguments)
+            #expect(refused.code == 2 && refused.err.hasPrefix(message), "\(arguments): \(refused.err)")
+        }
+    }
+
+    @Test func aServerAnswersOnlyForItsOwnName() throws {
+        let db = dir.file("live.lmdb")
+        #expect(try runEventlog(["import", "-", "--db", db], stdin: counterEvents(key: "count", count: 1)).code == 0)
+        let served = try server(["--db", db])
+        // Not `terminate()`: a child spawned from a Dispatch thread inherits its blocked signals.
+        defer {
+            kill(served.process.processIdentifier, SIGKILL)
+            served.process.waitUntilExit()
+        }
+        let address = try #require(served.address)
+        // A page elsewhere reaching this server through a name of its own is refused.
+        func status(_ path: String, host: String?) throws -> String {
+            let fetch = Process()
+            fetch.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            fetch.arguments = ["-c", """
+                import http.client, sys
+                url = sys.argv[1].split("/")[2]
+                connection = http.client.HTTPConnection(url, timeout=10)
+                connection.putrequest("GET", sys.argv[2], skip_host=len(sys.argv) > 3)
+                if len(sys.argv) > 3: connection.putheader("Host", sys.argv[3])
+                connection.endheaders()
+                print(connection.getresponse().status)
+                """, address, path] + (host.map { [$0] } ?? [])
+            let out = Pipe()
+            fetch.standardOutput = out
+            try fetch.run()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            fetch.waitUntilExit()
+            return text.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(try status("/", host: nil) == "200")
+        #expect(try status("/", host: "attacker.example") == "421")
+        #expect(try status("/nothing-here", host: nil) == "404")
+    }
+
     @Test func aLongerRangeShowsTwentyThousandEventsAndSaysWhich() throws {
         let db = dir.file("long.lmdb")
         #expect(try runEventlog(["import", "-", "--db", db], stdin: counterEvents(key: "count", count: 20_005)).code == 0)
@@ -185,7 +267,12 @@ enum HeadlessChromium {
 
     /// The DOM of the page at `path` (opened as `file://…` plus `fragment`) once its script
     /// has run, with `profile` as chromium's user data directory.
-    static func dom(of path: String, fragment: String = "", profile: String) throws -> String {
+    static func dom(ofFile path: String, fragment: String = "", profile: String) throws -> String {
+        try dom(of: URL(fileURLWithPath: path).absoluteString + fragment, profile: profile)
+    }
+
+    /// The DOM of the page at `address` after `budget` milliseconds of the page's (virtual) time.
+    static func dom(of address: String, profile: String, budget: Int = 5_000) throws -> String {
         let chromium = "/usr/bin/chromium"
         guard FileManager.default.isExecutableFile(atPath: chromium) else { throw Missing() }
         let output = profile + "-dom-\(UUID().uuidString).html"
@@ -194,7 +281,7 @@ enum HeadlessChromium {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: chromium)
         process.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(profile)", "--dump-dom",
-                             "--virtual-time-budget=5000", URL(fileURLWithPath: path).absoluteString + fragment]
+                             "--virtual-time-budget=\(budget)", address]
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -203,9 +290,9 @@ enum HeadlessChromium {
         while process.isRunning, Date() < deadline { usleep(20_000) }
         if process.isRunning {
             process.terminate()
-            throw Failed(description: "chromium did not finish loading \(path) within 120 s")
+            throw Failed(description: "chromium did not finish loading \(address) within 120 s")
         }
-        guard process.terminationStatus == 0 else { throw Failed(description: "chromium exited \(process.terminationStatus) loading \(path)") }
+        guard process.terminationStatus == 0 else { throw Failed(description: "chromium exited \(process.terminationStatus) loading \(address)") }
         return try String(contentsOfFile: output, encoding: .utf8)
     }
 

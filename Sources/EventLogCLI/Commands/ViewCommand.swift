@@ -31,8 +31,20 @@ enum ViewCommand {
             .init(name: "against", value: "DB", help: "Mark the first event after which the state differs from log DB's."),
             .init(name: "replay", value: nil, help: "Mark the first event today's code disagrees with (as 'bisect --replay')."),
             .init(name: "output", value: "FILE", help: "Write the page to FILE (replaced whole, or left as it was on failure)."),
+            .init(name: "serve", value: nil, help: "Serve the page over HTTP instead, new events joining it as they commit, until Ctrl-C."),
+            .init(name: "port", value: "P", help: "With --serve, the port (default 0: one the system picks)."),
+            .init(name: "bind", value: "ADDR", help: "With --serve, the IPv4 address to listen on (default 127.0.0.1, this machine only)."),
         ] + [app.variantOption].compactMap { $0 }
     ) { arguments, context in
+        let serve = arguments.flag("serve")
+        if serve, arguments.value("output") != nil || arguments.value("to") != nil {
+            throw CLIError.usage("--serve follows the log and writes no file: leave out --to and --output")
+        }
+        if !serve, let option = ["port", "bind"].first(where: { arguments.value($0) != nil }) { throw CLIError.usage("--\(option) goes with --serve") }
+        let port = try arguments.value("port").map { (text) throws(CLIError) -> UInt16 in
+            guard let port = UInt16(text) else { throw CLIError.usage("--port takes a number from 0 to 65535, not \"\(text)\"") }
+            return port
+        }
         let predicate = try AnalysisCommands.wherePredicate(arguments)
         let projection = arguments.flag("replay") ? try AnalysisCommands.projections(arguments, context) : nil
         let store = try context.openStore()
@@ -56,6 +68,15 @@ enum ViewCommand {
                  "recorded": .array(divergence.record.event.writes.map(\.jsonValue)),
                  "recordedOutcome": .string(divergence.record.event.outcome.name), "seq": .int(Int64(divergence.seq))]
             } ?? ["seq": .null]
+        }
+        if serve {
+            page["live"] = ["after": .int(Int64(range.shown.upperBound))]
+            let address = arguments.value("bind") ?? "127.0.0.1"
+            let (server, listener, actual) = try ViewServer.listen(address: address, port: port ?? 0, page: ViewPage.html(data: .object(page), live: true),
+                                                                   store: store, after: range.shown.upperBound)
+            context.console.line("serving http://\(address):\(actual)/ : events \(range.shown.lowerBound)-\(range.shown.upperBound), then each new one as it commits (Ctrl-C ends)")
+            context.console.flush()
+            try server.serve(listener)
         }
         let html = ViewPage.html(data: .object(page))
 

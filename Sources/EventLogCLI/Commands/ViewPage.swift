@@ -34,7 +34,7 @@ enum ViewPage {
     }
 
     /// One event as the page reads it; `label` and `detail` are the text `eventlog log` prints.
-    private static func event(_ record: EventRecord) -> StateValue {
+    static func event(_ record: EventRecord) -> StateValue {
         let event = record.event
         var object: StateObject = [
             "detail": .string(Render.detail(event)),
@@ -66,9 +66,11 @@ enum ViewPage {
         "\\u{\(String(range.lowerBound, radix: 16))}" + (range.count == 1 ? "" : "-\\u{\(String(range.upperBound, radix: 16))}")
     }.joined() + "]"
 
-    /// The page for `data`.
-    static func html(data: StateValue) -> String {
-        head + scriptSafe(data.json()) + tail
+    /// The page for `data`. It loads nothing, unless `live`: then it may connect back to where
+    /// it came from, for the events of `view --serve`.
+    static func html(data: StateValue, live: Bool = false) -> String {
+        head(policy: "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'" + (live ? "; connect-src 'self'" : ""))
+            + scriptSafe(data.json()) + tail
     }
 
     /// JSON that cannot end the script element holding it, nor open a comment or another
@@ -91,12 +93,12 @@ enum ViewPage {
         return out
     }
 
-    private static let head = """
+    private static func head(policy: String) -> String { """
         <!DOCTYPE html>
         <html lang="en">
         <head>
         <meta charset="utf-8">
-        <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
+        <meta http-equiv="Content-Security-Policy" content="\(policy)">
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <title>eventlog view</title>
         <style>
@@ -127,7 +129,7 @@ enum ViewPage {
           </aside>
         </main>
         <script type="application/json" id="eventlog-data">
-        """
+        """ }
 
     private static let tail = """
         </script>
@@ -262,8 +264,8 @@ enum ViewPage {
             return state === undefined ? null : state;
           }
 
-          // The timeline: rows grouped by plan, runs of no-op skips folded.
-          const rows = new Array(events.length);
+          // The timeline: rows grouped by plan, runs of no-op skips folded; a live event joins it the same way.
+          const rows = [];
           const timeline = $("timeline");
           const isNoOp = (event) => event.outcome === "skipped" && String(event.reason).startsWith("no-op");
           function hue(origin) {
@@ -283,35 +285,45 @@ enum ViewPage {
             rows[index] = node;
             return node;
           }
-          for (let i = 0; i < events.length;) {
-            const cause = events[i].cause;
-            let end = i + 1;
-            if (cause) while (end < events.length && events[end].cause && events[end].cause.id === cause.id) end++;
-            let parent = timeline;
-            if (cause) {
-              parent = element("section", "plan");
-              parent.append(element("div", "plan-head", cause.id + (cause.source ? "  " + cause.source : "") + "  (" + events[i].origin + ")"));
-              timeline.append(parent);
+          let group = null;
+          function addRow(index) {
+            const event = events[index];
+            const cause = event.cause ? event.cause.id : null;
+            if (group === null || cause === null || group.cause !== cause) {
+              let parent = timeline;
+              if (cause !== null) {
+                parent = element("section", "plan");
+                parent.append(element("div", "plan-head", cause + (event.cause.source ? "  " + event.cause.source : "") + "  (" + event.origin + ")"));
+                timeline.append(parent);
+              }
+              group = { cause, parent, fold: null };
             }
-            while (i < end) {
-              if (!isNoOp(events[i])) { parent.append(row(events[i], i)); i++; continue; }
-              const folded = element("details", "noops");
-              const summary = element("summary");
-              folded.append(summary);
-              let count = 0;
-              for (; i < end && isNoOp(events[i]); i++, count++) folded.append(row(events[i], i));
-              summary.textContent = count + (count === 1 ? " no-op skip" : " no-op skips");
-              parent.append(folded);
+            if (!isNoOp(event)) {
+              group.fold = null;
+              group.parent.append(row(event, index));
+              return;
             }
+            if (group.fold === null) {
+              group.fold = { folded: element("details", "noops"), summary: element("summary"), count: 0 };
+              group.fold.folded.append(group.fold.summary);
+              group.parent.append(group.fold.folded);
+            }
+            group.fold.folded.append(row(event, index));
+            group.fold.count++;
+            group.fold.summary.textContent = group.fold.count + (group.fold.count === 1 ? " no-op skip" : " no-op skips");
           }
+          events.forEach((_, index) => addRow(index));
 
           // The header: the range, and what --where, --against and --replay found.
-          const [askedFrom, askedTo] = data.asked;
+          let [askedFrom, askedTo] = data.asked;
           document.title = shown("eventlog view: " + data.database + " " + first + "-" + data.shown[1]);
           $("title").textContent = shown(data.database);
-          $("range").textContent = "Events " + first + "-" + data.shown[1] + " (" + events.length + ") of the log's " + data.log[0] + "-" + data.log[1]
-            + (askedFrom === first && askedTo === data.shown[1] ? "" : "; " + askedFrom + "-" + askedTo + " was asked for")
-            + ". Narrow with " + data.narrow + ".";
+          function describeRange() {
+            $("range").textContent = "Events " + first + "-" + data.shown[1] + " (" + events.length + ") of the log's " + data.log[0] + "-" + data.log[1]
+              + (askedFrom === first && askedTo === data.shown[1] ? "" : "; " + askedFrom + "-" + askedTo + " was asked for")
+              + ". Narrow with " + data.narrow + "." + (data.live ? " Live: events join as they commit." : "");
+          }
+          describeRange();
           const markers = $("markers");
           function marker(kind, seq, text, extra) {
             const node = element("div", "marker " + kind, text);
@@ -326,7 +338,8 @@ enum ViewPage {
             for (const write of writes) block.append(element("div", "write", writeText(write)));
             return block;
           }
-          let initialIndex = 0;
+          // First selected: the marked event, else #seq=N, else the first (live: the newest).
+          let initialIndex = data.live ? events.length - 1 : 0;
           function mark(seq, attribute, value) {
             if (seq === null || seq < first || seq > data.shown[1]) return;
             rows[seq - first].setAttribute(attribute, value);
@@ -366,42 +379,57 @@ enum ViewPage {
           const fragment = new URLSearchParams(location.hash.slice(1));
           if (fragment.has("seq")) initialIndex = Math.max(0, Math.min(events.length - 1, Number(fragment.get("seq")) - first)) || 0;
 
-          // A lane per path written in range, a tick per write.
+          // A lane per path written in range (at most 400), a tick per write.
           const lanes = $("lanes");
+          const lanesNote = element("div", "lane-name");
+          lanes.append(lanesNote);
+          const tracks = new Map();
+          const ticks = [];
           const ticksByIndex = new Map();
-          const byPath = new Map();
-          events.forEach((event, index) => event.writes.forEach((write) => {
-            if (!byPath.has(write.path)) byPath.set(write.path, []);
-            byPath.get(write.path).push([index, write]);
-          }));
-          const position = (index) => events.length > 1 ? index / (events.length - 1) : 0.5;
-          // The lanes of the paths the first selected event wrote (the marked one) come first, then by path.
-          const focus = new Set((events[initialIndex] ? events[initialIndex].writes : []).map((write) => String(write.keys[0])));
-          const laneOrder = [...byPath.keys()].sort((a, b) => {
-            const [fa, fb] = [a, b].map((path) => focus.has(String(byPath.get(path)[0][1].keys[0])) ? 0 : 1);
-            return fa - fb || (a < b ? -1 : a > b ? 1 : 0);
-          });
+          const leftOut = new Set();
           const laneLimit = 400;
-          for (const path of laneOrder.slice(0, laneLimit)) {
+          const position = (index) => events.length > 1 ? index / (events.length - 1) : 0.5;
+          function trackFor(path) {
+            if (tracks.has(path)) return tracks.get(path);
+            if (tracks.size >= laneLimit) { leftOut.add(path); return null; }
             const lane = element("div", "lane");
             lane.setAttribute("data-path", path);
             const name = element("div", "lane-name", path);
             name.title = shown(path);
             const track = element("div", "lane-track");
-            for (const [index, write] of byPath.get(path)) {
+            lane.append(name, track);
+            lanes.insertBefore(lane, lanesNote);
+            tracks.set(path, track);
+            return track;
+          }
+          function addTicks(index) {
+            for (const write of events[index].writes) {
+              const track = trackFor(write.path);
+              if (track === null) continue;
               const tick = element("span", "tick");
               tick.style.left = (position(index) * 100).toFixed(3) + "%";
               tick.title = shown(events[index].seq + ": " + brief(write.old, 80) + " → " + brief(write.new, 80));
               tick.dataset.index = String(index);
               track.append(tick);
+              ticks.push(tick);
               if (!ticksByIndex.has(index)) ticksByIndex.set(index, []);
               ticksByIndex.get(index).push(tick);
             }
-            lane.append(name, track);
-            lanes.append(lane);
           }
-          if (byPath.size === 0) lanes.append(element("div", "lane-name", "no event in range wrote anything"));
-          if (byPath.size > laneLimit) lanes.append(element("div", "lane-name", (byPath.size - laneLimit) + " more paths have no lane: narrow the range"));
+          function describeLanes() {
+            lanesNote.textContent = tracks.size === 0 ? "no event in range wrote anything"
+              : leftOut.size > 0 ? leftOut.size + " more paths have no lane: narrow the range" : "";
+          }
+          // The lanes of the paths the first selected event wrote (the marked one) come first, then by path.
+          const focus = new Set((events[initialIndex] ? events[initialIndex].writes : []).map((write) => String(write.keys[0])));
+          const topKey = new Map();
+          events.forEach((event) => event.writes.forEach((write) => { if (!topKey.has(write.path)) topKey.set(write.path, String(write.keys[0])); }));
+          [...topKey.keys()].sort((a, b) => {
+            const [fa, fb] = [a, b].map((path) => focus.has(topKey.get(path)) ? 0 : 1);
+            return fa - fb || (a < b ? -1 : a > b ? 1 : 0);
+          }).forEach(trackFor);
+          events.forEach((_, index) => addTicks(index));
+          describeLanes();
 
           // The selected event: its row, its ticks, its record and the state after it.
           const scrubber = $("scrubber");
@@ -539,6 +567,34 @@ enum ViewPage {
 
           if (fragment.has("search")) { searchBox.value = fragment.get("search"); search(searchBox.value); }
           select(initialIndex, true);
+
+          // Served live (view --serve): each event committed after the page's joins it; the
+          // newest stays selected when it was.
+          if (data.live) {
+            let placing = false;
+            const stream = new EventSource("events?after=" + data.live.after);
+            stream.onmessage = (message) => {
+              const event = JSON.parse(message.data);
+              const following = selected === events.length - 1;
+              if (askedTo === data.shown[1]) askedTo = event.seq;
+              events.push(event);
+              data.shown[1] = event.seq;
+              data.log[1] = Math.max(data.log[1], event.seq);
+              addRow(events.length - 1);
+              addTicks(events.length - 1);
+              scrubber.max = String(events.length - 1);
+              describeRange();
+              describeLanes();
+              if (following) select(events.length - 1, true);
+              if (!placing) {
+                placing = true;
+                requestAnimationFrame(() => {
+                  placing = false;
+                  for (const tick of ticks) tick.style.left = (position(Number(tick.dataset.index)) * 100).toFixed(3) + "%";
+                });
+              }
+            };
+          }
           // Milliseconds since the navigation started: the page built (its first selection laid out).
           document.body.dataset.buildMs = performance.now().toFixed(1);
           requestAnimationFrame(() => requestAnimationFrame(() => {
