@@ -19,7 +19,7 @@ enum ViewPage {
             return true
         }
         let (first, last) = (try store.firstSeq() ?? 1, try store.lastSeq())
-        var narrow = "eventlog view --from N --to M"
+        var narrow = "\(Program.name) view --from N --to M"
         if shown != asked { narrow += " (at most \(ViewCommand.eventLimit) events a page)" }
         return [
             "asked": [.int(Int64(asked.lowerBound)), .int(Int64(asked.upperBound))],

@@ -7,8 +7,9 @@ import Glibc
 /// `view --serve`: the page over HTTP at `/`, and at `/events` the events committed after it
 /// as server-sent events, from any process. Each event stream ends after a second without an
 /// event and the page reconnects from the last event it has (`Last-Event-ID`), so nothing is
-/// missed and a headless browser's virtual time can move on. Requests must name this server
-/// in their `Host` (a page elsewhere cannot read the log through a name that resolves here).
+/// missed and a headless browser's virtual time can move on. On a loopback address, requests
+/// must name this server in their `Host` (a page elsewhere cannot read the log through a name
+/// of its own that resolves here); bound to another address, it answers any name.
 struct ViewServer: Sendable {
     /// The page, built once when the server starts.
     let page: [UInt8]
@@ -16,8 +17,9 @@ struct ViewServer: Sendable {
     let store: EventStore
     /// The newest event the page holds: `/events` starts after it unless the request says otherwise.
     let after: UInt64
-    /// The `Host` values a request may carry: the address and port it listens on, and `localhost`'s.
-    let hosts: Set<String>
+    /// The `Host` values a request may carry: the address and port it listens on, and
+    /// `localhost`'s; `nil` for any.
+    let hosts: Set<String>?
 
     /// How long an event stream waits for an event before it ends (the page reconnects at once).
     static let idleSeconds = 1.0
@@ -48,14 +50,15 @@ struct ViewServer: Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
         }
         let actual = UInt16(bigEndian: socketAddress.sin_port)
+        let loopback = address.hasPrefix("127.")
         let server = ViewServer(page: Array(page.utf8), store: store, after: after,
-                                hosts: ["\(address):\(actual)", "localhost:\(actual)", "127.0.0.1:\(actual)"])
+                                hosts: loopback ? ["\(address):\(actual)", "localhost:\(actual)", "127.0.0.1:\(actual)"] : nil)
         return (server, listener, actual)
     }
 
     /// Answers each connection on a thread of its own, until the process ends (Ctrl-C).
     /// - Throws: ``CLIError`` (exit 3) when accepting fails.
-    func serve(_ listener: Int32) throws(CLIError) {
+    func serve(_ listener: Int32) throws(CLIError) -> Never {
         // A browser that goes away mid-answer must end that answer, not the server.
         signal(SIGPIPE, SIG_IGN)
         while true {
@@ -77,7 +80,7 @@ struct ViewServer: Sendable {
         setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         guard let request = Request(reading: connection) else { return respond(connection, 400, "Bad Request") }
         guard request.method == "GET" else { return respond(connection, 405, "Method Not Allowed") }
-        guard let host = request.headers["host"], hosts.contains(host) else {
+        if let hosts, !hosts.contains(request.headers["host"] ?? "") {
             return respond(connection, 421, "Misdirected Request: this server answers for \(hosts.sorted().joined(separator: ", "))")
         }
         switch request.path {
