@@ -84,12 +84,16 @@ public enum Render {
     }
 
     package static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.value {
-        case 0..<0x20, 0x7F...0x9F, 0x2028, 0x2029: true
-        case 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: true // bidirectional marks, embeddings, overrides, isolates
-        default: false
-        }
+        controlScalars.contains { $0.contains(scalar.value) }
     }
+
+    /// The scalars ``escaped(_:)`` writes as escapes: C0, DEL, C1, the line and paragraph
+    /// separators, and the bidirectional marks, embeddings, overrides and isolates. The page
+    /// of `view` escapes the same ones.
+    package static let controlScalars: [ClosedRange<UInt32>] = [
+        0...0x1F, 0x7F...0x9F, 0x2028...0x2029,
+        0x061C...0x061C, 0x200E...0x200F, 0x202A...0x202E, 0x2066...0x2069,
+    ]
 
     /// RFC 3339 to the millisecond.
     static func shortTime(_ time: Timestamp) -> String {

@@ -3,7 +3,7 @@ import Foundation
 
 /// `replay` and `bisect`: which event first made the state wrong, which property, and why.
 package enum AnalysisCommands {
-    static func all(for app: EventLogApp) -> [CommandSpec] { [replay(app), bisect(app)] }
+    static func all(for app: EventLogApp) -> [CommandSpec] { [replay(app), bisect(app), ViewCommand.spec(app)] }
 
     /// Today's code for the app, or the faulty variant `--regression` names.
     static func projections(_ arguments: ParsedArguments, _ context: CommandContext) throws(CLIError) -> Projections {
@@ -161,9 +161,7 @@ package enum AnalysisCommands {
             throw CLIError.usage(modes.isEmpty ? "say what bad is with --where, --replay, --against or --run"
                                                : "use only one of " + modes.map { "--\($0)" }.joined(separator: ", "))
         }
-        let predicate = try arguments.value("where").map { (text) throws(CLIError) in
-            do { return try StatePredicate(parsing: text) } catch { throw CLIError.badInput("--where \(error)") }
-        }
+        let predicate = try wherePredicate(arguments)
         let projection = try projections(arguments, context)
         let store = try context.openStore()
         let last = try attempt { try store.lastSeq() }
@@ -181,11 +179,7 @@ package enum AnalysisCommands {
             answer.divergence = report.divergence
             answer.unreadable = report.unreadable?.reason
         case "against":
-            let path = arguments.value("against")!
-            var options = EventStore.Options()
-            options.readOnly = true
-            let other: EventStore
-            do { other = try EventStore(path: path, options: options) } catch { throw CLIError.unavailable("cannot open \(path): \(error)") }
+            let other = try otherLog(arguments.value("against")!)
             let difference = try attempt { try store.firstDifference(from: other, from: from, to: to) }
             answer.result = BisectResult(firstBad: difference?.seq, probes: Int((difference?.seq ?? to) - from + 1), scanned: true)
             answer.against = difference?.diff
@@ -199,6 +193,20 @@ package enum AnalysisCommands {
         try report(answer, store: store, context: context)
         return answer.result.firstBad == nil ? .problem : .ok
     } }
+
+    /// `--where EXPR` parsed; a syntax error is bad input naming the column.
+    static func wherePredicate(_ arguments: ParsedArguments) throws(CLIError) -> StatePredicate? {
+        try arguments.value("where").map { (text) throws(CLIError) in
+            do { return try StatePredicate(parsing: text) } catch { throw CLIError.badInput("--where \(error)") }
+        }
+    }
+
+    /// The log at `path` (`--against DB`), opened read-only; one that cannot be opened is unavailable.
+    static func otherLog(_ path: String) throws(CLIError) -> EventStore {
+        var options = EventStore.Options()
+        options.readOnly = true
+        do { return try EventStore(path: path, options: options) } catch { throw CLIError.unavailable("cannot open \(path): \(error)") }
+    }
 
     /// A path no state in the range holds (a typo such as `messenger.selectedtab`) reads as
     /// null everywhere and answers a question nobody asked: say so on stderr, with the
