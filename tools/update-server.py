@@ -10,8 +10,10 @@ Layout of --dir (read again on every request):
     updates/<RUNTIME>/<UPDATE_ID>.json   a manifest; each asset "url" is a path "/assets/KEY"
     updates/<RUNTIME>/current            one line: UPDATE_ID, or the word rollBackToEmbedded
     project-token         optional; if present, requests need "Authorization: Bearer <token>"
+    server-defined-headers   optional; one line, sent as expo-server-defined-headers (an SFV dictionary)
+    manifest-filters         optional; one line, sent as expo-manifest-filters (an SFV dictionary)
 
-Usage: update-server.py --dir DIR [--host 127.0.0.1] [--port 0] [--rate BYTES_PER_SEC] [--verbose]
+Usage: update-server.py --dir DIR [--host 127.0.0.1] [--port 0] [--rate BYTES_PER_SEC] [--request-log FILE] [--verbose]
 
 See docs/expo-updates-v1-summary.md for the protocol and the choices made where it is silent.
 """
@@ -190,6 +192,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def manifest(self):
         h = self.headers
+        if self.server.request_log:
+            with self.server.log_lock, open(self.server.request_log, "a", encoding="utf-8") as log:
+                log.write(json.dumps({name.lower(): value for name, value in h.items()}, sort_keys=True) + "\n")
         if len(h.get_all("expo-protocol-version") or []) > 1:
             raise Reply(400, "more than one expo-protocol-version header")
         protocol = (h.get("expo-protocol-version") or "0").strip()
@@ -276,6 +281,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("expo-protocol-version", "1")
         self.send_header("expo-sfv-version", "0")
+        for name in ("server-defined-headers", "manifest-filters"):
+            value = read_line(os.path.join(self.server.root, name))
+            if value is not None:
+                self.send_header("expo-" + name, value)
         self.send_header("cache-control", "private, max-age=0")
         self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(body)))
@@ -350,6 +359,7 @@ def main():
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 binds a free port")
     parser.add_argument("--rate", type=int, default=0, help="throttle asset bodies to this many bytes a second")
+    parser.add_argument("--request-log", help="append each manifest request's headers to this file, one JSON object a line")
     parser.add_argument("--verbose", action="store_true", help="log each request on stderr")
     parser.add_argument("--exit-with-parent", action="store_true", help="stop when the process that started it ends (for tests)")
     args = parser.parse_args()
@@ -364,6 +374,8 @@ def main():
     server.root = os.path.realpath(args.dir)
     server.rate = args.rate
     server.verbose = args.verbose
+    server.request_log = args.request_log
+    server.log_lock = threading.Lock()
     host, port = server.server_address[:2]
     shown = "[%s]" % host if ":" in host else host
     if args.exit_with_parent:

@@ -97,8 +97,8 @@ public final class DeployClient {
     ///
     /// A source that cannot be reached or answers badly, and a manifest the client refuses
     /// (another runtime version, an unsafe id or asset key, an asset without a hash), are
-    /// recorded as `checkFailed`, not thrown; an update already working, already in holding
-    /// or rolled back before is recorded as `noNewDeploy`. A `rollBackToEmbedded` directive
+    /// recorded as `checkFailed`, not thrown; an update already working, already in holding,
+    /// rolled back before, or created before the working one is recorded as `noNewDeploy`. A `rollBackToEmbedded` directive
     /// rolls back at once.
     /// - Throws: `DeployError.filesystem` when the app directory's links or pending install
     ///   cannot be read (or, on a rollback, changed); `EventStoreError` or `LMDBError` when an
@@ -108,25 +108,54 @@ public final class DeployClient {
         try recover()
         try record(.checkStarted, ["source": .string(source.description), "runtimeVersion": .string(target.runtimeVersion)])
         let working = try directory.target(of: AppDirectory.working)
+        // A working bundle of another runtime is not this app's current update: the server
+        // would answer noUpdateAvailable for it.
+        let current = working.flatMap { keptProblem($0) == nil ? $0 : nil }
+        let serverDefinedHeaders = try storedHeaders("serverDefinedHeaders")
         let answer: ManifestAnswer
+        let kept: KeptHeaders
         do {
-            // A working bundle of another runtime is not this app's current update: the server
-            // would answer noUpdateAvailable for it.
-            answer = try source.latest(for: target, current: working.flatMap { keptProblem($0) == nil ? $0 : nil }, fetch: startFetching())
+            (answer, kept) = try source.latest(for: target, current: current, serverDefinedHeaders: serverDefinedHeaders, fetch: startFetching())
         } catch {
             try record(.checkFailed, ["reason": .string(error.description)])
             return nil
         }
+        // Stored until a later response replaces them (Expo Updates v1: the client "MUST store"
+        // both, and send the server-defined headers "in every subsequent update request").
+        if kept != .none {
+            var payload = StateObject()
+            for (key, headers) in [("serverDefinedHeaders", kept.serverDefinedHeaders), ("manifestFilters", kept.manifestFilters)] {
+                guard let headers else { continue }
+                var object = StateObject()
+                for (name, value) in headers.sorted(by: { $0.key < $1.key }) { object[name] = .string(value) }
+                payload[key] = .object(object)
+            }
+            try record(.responseHeadersStored, payload)
+        }
+        let running = current.flatMap { try? directory.manifest(of: $0) }
         switch answer {
         case .noUpdateAvailable:
             try record(.noNewDeploy, ["reason": "noUpdateAvailable"])
             return nil
-        case .rollBackToEmbedded:
+        case .rollBackToEmbedded(let commitTime):
+            // Made before the working update was: the working update is the most recent (as
+            // Expo's client decides by commit times).
+            if let running, let commitTime, let made = Timestamp(rfc3339: commitTime),
+               let created = Timestamp(rfc3339: running.createdAt), made < created {
+                try record(.noNewDeploy, ["reason": "rollbackOlderThanWorking", "commitTime": .string(commitTime),
+                                          "workingCreatedAt": .string(running.createdAt)])
+                return nil
+            }
             try rollBack(to: nil, reason: "the server sent rollBackToEmbedded")
             return nil
         case .update(let manifest, let assetHeaders):
             if let refusal = refusal(of: manifest) {
                 try record(.checkFailed, ["reason": .string(refusal), "updateId": .string(manifest.id)])
+                return nil
+            }
+            if let (key, value) = KeptHeaders.contradiction(in: manifest, filters: try storedHeaders("manifestFilters")) {
+                try record(.noNewDeploy, ["reason": "filteredOut", "updateId": .string(manifest.id),
+                                          "filter": .string("\(key)=\(value)")])
                 return nil
             }
             let holding = try directory.target(of: AppDirectory.holding)
@@ -140,11 +169,26 @@ public final class DeployClient {
                 try record(.noNewDeploy, ["reason": .string(reason), "updateId": .string(manifest.id)])
                 return nil
             }
+            // The most recent update is the one to run (Expo Updates v1: the client "MUST load
+            // the most recent update"): one created before the working update is not taken.
+            if let running, manifest.isOlder(than: running) {
+                try record(.noNewDeploy, ["reason": "olderThanWorking", "updateId": .string(manifest.id), "createdAt": .string(manifest.createdAt),
+                                          "workingCreatedAt": .string(running.createdAt)])
+                return nil
+            }
             checked = (manifest, assetHeaders)
             try record(.newDeployAvailable, ["updateId": .string(manifest.id), "createdAt": .string(manifest.createdAt),
                                             "assets": .int(Int64(manifest.allAssets.count))])
             return manifest
         }
+    }
+
+    /// The server-defined headers or manifest filters the log holds, from the last response
+    /// that carried them.
+    private func storedHeaders(_ key: String) throws -> [String: String] {
+        var headers: [String: String] = [:]
+        for (name, value) in try state(key)?.objectValue ?? StateObject() { headers[name] = value.stringValue }
+        return headers
     }
 
     /// Why a manifest cannot be installed here, or `nil`.

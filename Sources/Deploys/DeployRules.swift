@@ -7,6 +7,7 @@ import EventLog
 /// State, under `deploy`: `phase`, `workingUpdate` (absent: the embedded bundle),
 /// `holdingUpdate`, `availableUpdate`, `pendingUpdate` (installed, awaiting the app's
 /// confirmation of a good launch), `progress` (percent of the download), `lastCheck`, `lastError`,
+/// `serverDefinedHeaders` and `manifestFilters` (as the last response that carried them said),
 /// and `rejectedUpdates.ID` (the reason), for updates rolled back after a launch the app never
 /// confirmed: the client does not install those again.
 public enum DeployRules: EventRules {
@@ -16,6 +17,9 @@ public enum DeployRules: EventRules {
     /// Every transition of the lifecycle.
     public enum Transition: String, Sendable, CaseIterable {
         case checkStarted, newDeployAvailable, noNewDeploy, checkFailed
+        /// A manifest response carried `expo-server-defined-headers` or `expo-manifest-filters`:
+        /// kept until a later response replaces them.
+        case responseHeadersStored
         /// At most one per 5% of a download (`DeployClient.progressStep`).
         case downloadProgress
         case downloaded, downloadFailed, integrityFailed
@@ -50,6 +54,14 @@ public enum DeployRules: EventRules {
             changes["phase"] = phaseValue(.updateAvailable)
             changes["availableUpdate"] = update
             changes["lastError"] = nil
+        case .responseHeadersStored:
+            for key in ["serverDefinedHeaders", "manifestFilters"] {
+                guard let field = fields[key] else { continue }
+                guard let headers = field.objectValue, headers.allSatisfy({ $0.value.stringValue != nil }) else {
+                    return .failure(RuleError("responseHeadersStored's \(key) is an object of strings"))
+                }
+                changes[key] = field
+            }
         case .noNewDeploy:
             changes["phase"] = phaseValue(.upToDate)
             changes["availableUpdate"] = nil

@@ -61,33 +61,39 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
     /// The largest manifest answer read.
     static let maxManifestBytes = 4 << 20
 
-    /// Asks for the newest update for `target`, saying which update the app runs now.
-    func latest(for target: DeployTarget, current: String?, fetch: HTTPFetch) throws(DeployError) -> ManifestAnswer {
+    /// Asks for the newest update for `target`, saying which update the app runs now and
+    /// sending the headers an earlier response defined (the protocol's own take precedence);
+    /// returns the answer and what its headers ask the client to keep.
+    func latest(for target: DeployTarget, current: String?, serverDefinedHeaders: [String: String] = [:],
+                fetch: HTTPFetch) throws(DeployError) -> (ManifestAnswer, KeptHeaders) {
         switch self {
         case .server(let url):
             var headers = ["expo-protocol-version": "1", "expo-platform": target.platform, "expo-runtime-version": target.runtimeVersion,
                            "accept": "multipart/mixed, application/expo+json, application/json"]
             if let current { headers["expo-current-update-id"] = current }
             if let token = target.projectToken { headers["authorization"] = "Bearer \(token)" }
+            headers.merge(serverDefinedHeaders.map { ($0.key.lowercased(), $0.value) }) { protocolsOwn, _ in protocolsOwn }
             let response: HTTPFetch.Response
             let body: Data
             do { (response, body) = try fetch.data(url, headers: headers, maxBytes: Self.maxManifestBytes) } catch { throw .transport("\(error)") }
             guard response.status == 200 || response.status == 204 else {
                 throw .transport("HTTP \(response.status) from \(url.host ?? url.absoluteString) for the manifest")
             }
-            return try ManifestAnswer(status: response.status, contentType: response.contentType, body: [UInt8](body))
+            return (try ManifestAnswer(status: response.status, contentType: response.contentType, body: [UInt8](body)),
+                    KeptHeaders(serverDefinedHeaders: response.headers["expo-server-defined-headers"],
+                                manifestFilters: response.headers["expo-manifest-filters"]))
         case .directory(let root):
             let runtime = root + "/updates/" + target.runtimeVersion
             guard let current = try Files.readSmall(runtime + "/current", limit: 4_096) else {
                 throw .transport("\(root) has no update for runtime version \(target.runtimeVersion)")
             }
             let id = String(decoding: current, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            if id == "rollBackToEmbedded" { return .rollBackToEmbedded }
+            if id == "rollBackToEmbedded" { return (.rollBackToEmbedded(commitTime: nil), .none) }
             guard AppDirectory.isSafeUpdateID(id) else { throw .badManifest("\(runtime)/current names no update: \"\(id)\"") }
             guard let data = try Files.readSmall(runtime + "/" + id + ".json", limit: Self.maxManifestBytes) else {
                 throw .transport("\(runtime)/\(id).json is missing")
             }
-            return .update(try UpdateManifest(json: [UInt8](data)), assetHeaders: [:])
+            return (.update(try UpdateManifest(json: [UInt8](data)), assetHeaders: [:]), .none)
         }
     }
 
@@ -162,10 +168,11 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
         return parts[1] != "type" && (1...8).contains(parts[1].count) && parts[1].allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber) }
     }
 
-    /// The answer's media type must be the asset's.
+    /// The answer's media type must mean the asset's (`image/jpeg` for `image/jpg`,
+    /// `text/javascript` for `application/javascript`); the hash is checked besides.
     static func checkContentType(_ contentType: String?, of asset: UpdateManifest.Asset) throws(DeployError) {
         let got = MediaType(contentType ?? "").type
-        guard got == MediaType(asset.contentType).type else {
+        guard MediaType(contentType ?? "").meaning == MediaType(asset.contentType).meaning else {
             throw .refused("asset \(asset.key) came as \(got.isEmpty ? "no content type" : got), the manifest says \(asset.contentType)")
         }
     }

@@ -22,6 +22,13 @@ public struct UpdateManifest: Sendable, Hashable {
     /// The launch asset and the others, in order.
     public var allAssets: [Asset] { [launchAsset] + assets }
 
+    /// Whether this update was created before `other`, by their `createdAt` (ISO 8601); `false`
+    /// when either does not read as a time, since neither is then known to be older.
+    public func isOlder(than other: UpdateManifest) -> Bool {
+        guard let mine = Timestamp(rfc3339: createdAt), let theirs = Timestamp(rfc3339: other.createdAt) else { return false }
+        return mine < theirs
+    }
+
     /// One file of an update. `key` is the file's path inside the bundle (this package's
     /// publisher writes it so), which the client checks before writing anything.
     public struct Asset: Sendable, Hashable {
@@ -129,8 +136,48 @@ public enum ManifestAnswer: Sendable, Hashable {
     case update(UpdateManifest, assetHeaders: [String: [String: String]])
     /// The `noUpdateAvailable` directive, a 204, or an empty multipart body.
     case noUpdateAvailable
-    /// The `rollBackToEmbedded` directive: go back to the bundle the app shipped with.
-    case rollBackToEmbedded
+    /// The `rollBackToEmbedded` directive: go back to the bundle the app shipped with. Its
+    /// `parameters.commitTime` (ISO 8601), when it has one, says when the rollback was made.
+    case rollBackToEmbedded(commitTime: String?)
+}
+
+/// What a manifest response's headers ask the client to keep until a later response replaces
+/// it (Expo Updates v1, "Common response headers"); each `nil` when the response does not carry it.
+public struct KeptHeaders: Sendable, Hashable {
+    /// `expo-server-defined-headers`: headers to send with every later manifest request.
+    public var serverDefinedHeaders: [String: String]?
+    /// `expo-manifest-filters`: the metadata an update must not contradict, by lowercased key.
+    public var manifestFilters: [String: String]?
+
+    /// Neither.
+    public static let none = KeptHeaders()
+
+    /// The two headers of a response, read as Expo's structured-field dictionaries (a value
+    /// of a kind they leave out, such as a byte sequence, is left out; a header that is not a
+    /// dictionary at all is kept as nothing, so the stored one stays).
+    init(serverDefinedHeaders: String? = nil, manifestFilters: String? = nil) {
+        self.serverDefinedHeaders = serverDefinedHeaders.flatMap(Self.texts)
+        self.manifestFilters = manifestFilters.flatMap(Self.texts)
+    }
+
+    /// A dictionary's members as text: strings as they are, numbers in decimal, booleans
+    /// as `true` or `false`.
+    private static func texts(_ header: String) -> [String: String]? {
+        guard let members = StructuredFields.dictionary(header) else { return nil }
+        var texts: [String: String] = [:]
+        for (key, value) in members { texts[key] = value.stringValue ?? value.json() }
+        return texts
+    }
+
+    /// The first metadata field of `manifest` that `filters` refuse: a filtered field must be
+    /// missing or equal to the filter (keys compared without case, as Expo's client compares
+    /// them); `nil` when the update passes.
+    static func contradiction(in manifest: UpdateManifest, filters: [String: String]) -> (key: String, value: String)? {
+        for (key, value) in manifest.metadata {
+            if let wanted = filters[key.lowercased()], wanted != value { return (key, value) }
+        }
+        return nil
+    }
 }
 
 extension ManifestAnswer {
@@ -178,7 +225,7 @@ extension ManifestAnswer {
                     guard let type = field.stringValue else { throw UpdateManifest.wrongType("the directive", "type", field, "a string") }
                     switch type {
                     case "noUpdateAvailable": directive = .noUpdateAvailable
-                    case "rollBackToEmbedded": directive = .rollBackToEmbedded
+                    case "rollBackToEmbedded": directive = .rollBackToEmbedded(commitTime: body["parameters"]?["commitTime"]?.stringValue)
                     // Never taken for "nothing new": the server asked for something this client cannot do.
                     default: throw .badManifest("unknown directive \"\(type)\"; this client follows noUpdateAvailable and rollBackToEmbedded")
                     }
@@ -196,6 +243,14 @@ extension ManifestAnswer {
 struct MediaType {
     var type: String
     var parameters: [String: String] = [:]
+
+    /// The type with the spellings that mean the same replaced by one: `image/jpg` is
+    /// `image/jpeg`, and the JavaScript types RFC 9239 made obsolete are `text/javascript`.
+    var meaning: String { Self.synonyms[type] ?? type }
+
+    private static let synonyms = ["image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg",
+                                   "application/javascript": "text/javascript", "application/x-javascript": "text/javascript",
+                                   "application/ecmascript": "text/javascript", "text/ecmascript": "text/javascript"]
 
     init(_ text: String) {
         let pieces = text.split(separator: ";", omittingEmptySubsequences: false)

@@ -75,8 +75,7 @@ public enum Step<Effect: NamedEffect>: Sendable, Hashable, CustomStringConvertib
     /// `expandAvatar(aria-7)`, `popToRoot`: the name and the argument values.
     public var description: String {
         guard case .object(let object) = arguments, !object.isEmpty else { return name }
-        let values = object.values.map { $0.stringValue ?? $0.json() }
-        return "\(name)(\(values.joined(separator: ", ")))"
+        return "\(name)(\(arguments.argumentWords.joined(separator: ", ")))"
     }
 
     /// The step a recorded event ran, read back from its type and payload.

@@ -61,7 +61,7 @@ public enum Render {
     /// `expandAvatar(aria-7)`: the event type and its payload's values.
     package static func stepName(_ event: Event) -> String {
         guard case .object(let arguments) = event.payload, !arguments.isEmpty, event.type != "planStarted" else { return escaped(event.type) }
-        return escaped(event.type + "(" + arguments.values.map { $0.stringValue ?? $0.json() }.joined(separator: ", ") + ")")
+        return escaped(event.type + "(" + StateValue.object(arguments).argumentWords.joined(separator: ", ") + ")")
     }
 
     /// `text` with its control characters (C0, DEL, C1, line and paragraph separators, and

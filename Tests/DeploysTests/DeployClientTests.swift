@@ -121,6 +121,43 @@ struct DeployClientTests {
         #expect(harness.workingFile() == nil)
     }
 
+    /// Expo Updates v1: the client "MUST load the most recent update": an update created
+    /// before the working one is not taken, and says so.
+    @Test func anUpdateOlderThanTheWorkingOneIsNotTaken() throws {
+        let harness = try DeployHarness()
+        let client = try harness.client()
+        try harness.publish(["index.html": "new"], id: "u2", createdAt: Timestamp(microsecondsSince1970: 1_800_000_000_000_000))
+        try client.deliver()
+        try client.confirmLaunch()
+        let before = try harness.store.lastSeq()
+        try harness.publish(["index.html": "old"], id: "u1", createdAt: Timestamp(microsecondsSince1970: 1_700_000_000_000_000))
+        #expect(try client.check() == nil)
+        #expect(try harness.transitions(after: before) == ["checkStarted", "noNewDeploy"])
+        let refused = try #require(try harness.store.record(before + 2))
+        #expect(refused.event.payload["reason"] == "olderThanWorking" && refused.event.payload["updateId"] == "u1")
+        try client.deliver()
+        #expect(try harness.deploy("workingUpdate") == "u2" && harness.workingFile() == "new")
+        // A newer one is taken.
+        try harness.publish(["index.html": "newest"], id: "u3", createdAt: Timestamp(microsecondsSince1970: 1_900_000_000_000_000))
+        try client.deliver()
+        #expect(try harness.deploy("workingUpdate") == "u3")
+        #expect(try harness.expectReplayAgrees().divergence == nil)
+    }
+
+    /// The reference client checks an asset by its hash; this one also wants its content type
+    /// to mean the manifest's, whatever its spelling.
+    @Test(arguments: [("image/jpeg", "image/jpg", true), ("text/javascript; charset=utf-8", "application/javascript", true),
+                      ("application/x-javascript", "text/javascript", true), ("IMAGE/JPG", "image/pjpeg", true),
+                      ("text/plain", "application/javascript", false), ("image/png", "image/jpeg", false), (nil, "image/png", false)])
+    func contentTypesCompareByMeaning(_ served: String?, _ declared: String, _ accepted: Bool) throws {
+        let asset = UpdateManifest.Asset(key: "a", hash: "h", contentType: declared, url: "/a")
+        if accepted {
+            try DeploySource.checkContentType(served, of: asset)
+        } else {
+            #expect(throws: DeployError.self) { try DeploySource.checkContentType(served, of: asset) }
+        }
+    }
+
     @Test func rollBackToEmbeddedLeavesTheShippedBundle() throws {
         let harness = try DeployHarness()
         let client = try harness.client()

@@ -38,7 +38,12 @@ struct DeployHardeningTests {
         try client.confirmLaunch()
         try harness.publish(["index.html": "two"], id: "u2")
         try client.deliver()
-        // The operator serves u1 again: the copy on disk is taken, not deleted and fetched again.
+        try client.confirmLaunch()
+        // The operator rolls back to the embedded bundle, then serves u1 again (an update older
+        // than the working one is not taken; the embedded bundle has no age): the copy on disk
+        // is taken, not deleted and fetched again.
+        try Data("rollBackToEmbedded\n".utf8).write(to: URL(fileURLWithPath: harness.serverDirectory + "/updates/1.0/current"))
+        #expect(try client.check() == nil && harness.deploy("workingUpdate") == nil)
         try Data("u1\n".utf8).write(to: URL(fileURLWithPath: harness.serverDirectory + "/updates/1.0/current"))
         let inode = try FileManager.default.attributesOfItem(atPath: harness.appDirectory + "/updates/u1")[.systemFileNumber] as? Int
         #expect(try client.download() == "u1")

@@ -24,19 +24,20 @@ final class DeployHarness {
 
     func startServer(rate: Int? = nil) throws {
         server = try LoopbackServer(script: LoopbackServer.toolsDirectory.appendingPathComponent("update-server.py"),
-                                    arguments: ["--dir", serverDirectory, "--exit-with-parent"] + (rate.map { ["--rate", String($0)] } ?? []))
+                                    arguments: ["--dir", serverDirectory, "--exit-with-parent", "--request-log", root.file("requests.jsonl")]
+                                        + (rate.map { ["--rate", String($0)] } ?? []))
     }
 
     /// Writes a bundle of `files` (path: content) and publishes it.
     @discardableResult
-    func publish(_ files: [String: String], id: String, runtime: String = "1.0") throws -> UpdateManifest {
+    func publish(_ files: [String: String], id: String, runtime: String = "1.0", createdAt: Timestamp = .now()) throws -> UpdateManifest {
         let bundle = root.file("bundle-\(id)")
         for (path, content) in files {
             let file = bundle + "/" + path
             try FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try Data(content.utf8).write(to: URL(fileURLWithPath: file))
         }
-        return try DeployPublisher(serverDirectory: serverDirectory).publish(bundle: bundle, runtimeVersion: runtime, id: id)
+        return try DeployPublisher(serverDirectory: serverDirectory).publish(bundle: bundle, runtimeVersion: runtime, id: id, createdAt: createdAt)
     }
 
     func client(runtime: String = "1.0", overHTTP: Bool = true) throws -> DeployClient {
@@ -55,6 +56,20 @@ final class DeployHarness {
     }
 
     func deploy(_ key: String) throws -> StateValue? { try store.currentState[DeployRules.path(key)] }
+
+    /// The headers of every manifest request the server got, in order, names lowercased.
+    func manifestRequests() throws -> [StateValue] {
+        let text = (try? String(contentsOfFile: root.file("requests.jsonl"), encoding: .utf8)) ?? ""
+        return try text.split(separator: "\n").map { try StateValue(json: String($0)) }
+    }
+
+    /// Writes one of the server directory's one-line files (`current`, `manifest-filters`, …),
+    /// or removes it when `line` is `nil`.
+    func serve(_ line: String?, as name: String) throws {
+        let path = serverDirectory + "/" + name
+        guard let line else { try? FileManager.default.removeItem(atPath: path); return }
+        try Data((line + "\n").utf8).write(to: URL(fileURLWithPath: path))
+    }
 
     /// What the web view would load now.
     func workingFile(_ path: String = "index.html") -> String? {

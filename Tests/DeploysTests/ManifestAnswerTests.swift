@@ -39,7 +39,7 @@ struct ManifestAnswerTests {
 
     @Test func directivesAndNothing() throws {
         let rollBack = Self.multipart([("form-data; name=\"directive\"", #"{"type":"rollBackToEmbedded","parameters":{"commitTime":"2026-11-30T00:00:00Z"}}"#)])
-        #expect(try ManifestAnswer(status: 200, contentType: "multipart/mixed; boundary=b-123", body: rollBack) == .rollBackToEmbedded)
+        #expect(try ManifestAnswer(status: 200, contentType: "multipart/mixed; boundary=b-123", body: rollBack) == .rollBackToEmbedded(commitTime: "2026-11-30T00:00:00Z"))
         let none = Self.multipart([("form-data; name=\"directive\"", #"{"type":"noUpdateAvailable"}"#)])
         #expect(try ManifestAnswer(status: 200, contentType: "multipart/mixed; boundary=b-123", body: none) == .noUpdateAvailable)
         // An unknown or typeless directive is never taken for "no update": it is an error naming it.

@@ -29,6 +29,16 @@ public enum StateValue: Sendable, Hashable {
 
     /// The string, when this is `.string`; otherwise `nil`.
     public var stringValue: String? { if case .string(let s) = self { s } else { nil } }
+
+    /// The value as the words of a step's name, such as `selectBotTab(bots, unread)`: a string
+    /// as itself, an object as its values' words in order, anything else as its JSON.
+    public var argumentWords: [String] {
+        switch self {
+        case .string(let text): [text]
+        case .object(let object): object.values.flatMap(\.argumentWords)
+        default: [json()]
+        }
+    }
     /// The integer, when this is `.int`; otherwise `nil` (a `.double` is never converted).
     public var intValue: Int64? { if case .int(let i) = self { i } else { nil } }
     /// The boolean, when this is `.bool`; otherwise `nil`.
