@@ -36,7 +36,13 @@ extension EventStore {
         do { newest = try lastSeq() } catch EventStoreError.damaged { newest = nil }
         let last = newest ?? .max
         var report = SalvageReport(copied: nil, firstLeftBehind: nil, lastSeq: last)
+        // A compacted log's copy starts from the same base.
         var next: UInt64 = 1
+        if let base = try base() {
+            let state = try snapshot(after: base.seq)
+            try target.transact { try $0.installBase(base, state: state) }
+            next = base.firstSeq
+        }
         while next <= last && report.firstLeftBehind == nil {
             var records: [EventRecord] = []
             do {
@@ -132,7 +138,7 @@ extension EventStore {
             return (appending.lastSeq, nil)
         }
         if let refused { report.firstLeftBehind = refused }
-        if appended > 0 { report.copied = 1...appended }
+        if let first = records.first?.seq, appended >= first { report.copied = (report.copied?.lowerBound ?? first)...appended }
         return appended
     }
 }

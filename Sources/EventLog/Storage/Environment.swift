@@ -196,6 +196,13 @@ package final class Environment: @unchecked Sendable {
         }
     }
 
+    /// Writes a copy of the environment into the existing, empty directory `path`, leaving
+    /// out its free pages (`mdb_env_copy2` with `MDB_CP_COMPACT`): the file a log of the
+    /// same contents needs, no larger. It reads one snapshot; writers go on meanwhile.
+    package func copyCompacted(to path: String) throws {
+        try check(guarded { mdb_env_copy2(handle, path, UInt32(MDB_CP_COMPACT)) })
+    }
+
     /// Flushes buffers to disk; useful after commits made with `.lastCommitMayBeLost`.
     package func sync() throws {
         try check(mdb_env_sync(handle, 1))
