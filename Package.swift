@@ -28,8 +28,7 @@ let package = Package(
             pkgConfig: "lmdb",
             providers: [.apt(["liblmdb-dev"])]
         ),
-        // SHA-256 from OpenSSL's libcrypto (Debian: libssl-dev), for deploy assets and the digest of
-        // what a compaction drops.
+        // SHA-256 from OpenSSL's libcrypto (Debian: libssl-dev), for deploy assets.
         .systemLibrary(
             name: "CCrypto",
             pkgConfig: "libcrypto",
@@ -52,7 +51,7 @@ let package = Package(
         // Turns a fault reading a damaged LMDB file into a one-line error, for the command line.
         .target(name: "CFaultGuard"),
         // The log, its records, state values, snapshots and verification.
-        .target(name: "EventLog", dependencies: ["CLMDB", "CCRC32C", "CFaultGuard", "CCrypto"]),
+        .target(name: "EventLog", dependencies: ["CLMDB", "CCRC32C", "CFaultGuard"]),
         // Plans, steps and the one apply step shared by taps, URLs, tests and capture scripts.
         .target(name: "Effects", dependencies: ["EventLog"]),
         // Typed collections of Codable objects whose every save and delete is an event.
@@ -62,7 +61,7 @@ let package = Package(
         // The App Store version check: lookups, forced and optional prompts, every decision an event.
         .target(name: "UpdatePrompts", dependencies: ["EventLog", "HTTPFetch"]),
         // Web bundles shipped into app installs over Expo Updates v1, every transition an event.
-        .target(name: "Deploys", dependencies: ["EventLog", "HTTPFetch"]),
+        .target(name: "Deploys", dependencies: ["EventLog", "HTTPFetch", "CCrypto"]),
         // Logs of many installs in NATS JetStream: shipped, pulled back byte for byte, bisected together.
         .target(name: "Fleet", dependencies: ["EventLog", "CNATS"]),
         // The botmessages demo app: its effects, properties, sample data and URL routes.

@@ -84,7 +84,7 @@ extension CLIError {
             switch error {
             case .noSuchEvent, .compacted, .staleWrite, .invalidWrite, .limitExceeded, .readOnly: self = .badInput("\(error)")
             case .corruptRecord, .damaged, .outOfSequence, .otherLog: self = .problem("\(error)")
-            case .notFound, .notAnEventLog, .newerFormat: self = unavailable(error)
+            case .notFound, .notAnEventLog, .newerFormat, .busy: self = unavailable(error)
             }
         default:
             self = unavailable(error)

@@ -23,6 +23,9 @@ public enum EventStoreError: Error, Hashable, CustomStringConvertible {
     case noSuchEvent(seq: UInt64, last: UInt64)
     /// The event was dropped by a compaction: the log starts after its base, at `base + 1`.
     case compacted(seq: UInt64, base: UInt64)
+    /// Another process or store is using the log in a way this operation cannot run beside;
+    /// nothing was changed.
+    case busy(String)
     /// The store was opened read-only.
     case readOnly
     /// A record copied from another store is not the next one. Nothing was appended.
@@ -46,6 +49,7 @@ public enum EventStoreError: Error, Hashable, CustomStringConvertible {
             last == 0 ? "no event \(seq): the log is empty" : "no event \(seq): the log holds 1-\(last)"
         case .compacted(let seq, let base):
             "event \(seq) was compacted away; the log starts after event \(Self.grouped(base)) from its base"
+        case .busy(let reason): reason
         case .readOnly: "the event log is open read-only"
         case .outOfSequence(let expected, let found): "record \(found) does not follow: the log's next seq is \(expected)"
         case .otherLog(let reason): "another log's database: \(reason)"

@@ -43,7 +43,7 @@ public struct DroppedRange: Sendable, Hashable {
     /// The digest that `records` (the stored bytes of `seqs`, in order) would have; compare it
     /// with `sha256` to prove that a copy holds the events dropped.
     public static func digest(of records: some Sequence<[UInt8]>) -> [UInt8] {
-        var hasher = SHA256()
+        var hasher = SHA256Hasher()
         for record in records { record.withUnsafeBytes { hasher.update($0) } }
         return hasher.finalize()
     }
@@ -113,6 +113,87 @@ extension EventStore {
             Self.removeScratch(at: path)
             throw error
         }
+    }
+
+    /// Replaces the log's file in directory `path` by a copy without its free pages, to give
+    /// back the space a compaction freed. The copy is written into `path/compacting`, a
+    /// directory this call creates (it refuses to run while one is there: a run that was
+    /// killed left it, with a copy or the old file in it, for a person to remove), and flushed;
+    /// then, while no process has the log open (LMDB's lock on `lock.mdb` is taken, so that
+    /// none can open it meanwhile) and nothing was committed since the copy was made, the old
+    /// file is kept under a second name in that directory, the copy is renamed over it, the
+    /// directory is flushed, and only then is the old file's second name removed. A crash at
+    /// any moment leaves `path/data.mdb` the old log or the compacted one.
+    ///
+    /// Close every store of the log in this process first.
+    ///
+    /// - Returns: The data file's size before and after, in bytes.
+    /// - Throws: ``EventStoreError/busy(_:)`` when `path/compacting` exists, a store of this
+    ///   process or another process has the log open, or a writer committed while it was
+    ///   copied (nothing is replaced, and the copy is removed); what opening and copying
+    ///   throw (an ``LMDBError`` such as `ENOSPC`).
+    public static func replaceWithCompactedCopy(at path: String) throws -> (before: Int, after: Int) {
+        let scratch = path + "/compacting"
+        do { try makeScratch(at: scratch) } catch LMDBError(code: EEXIST) {
+            throw EventStoreError.busy("\(scratch) exists: a compaction that was killed left it; remove it (it holds a copy or the old file, never the only one)")
+        }
+        var keepScratch = false
+        defer { if !keepScratch { unlink(scratch + "/data.mdb.old"); removeScratch(at: scratch) } }
+        let copied: Int = try {
+            var options = Options()
+            options.readOnly = true
+            let store = try EventStore(path: path, options: options)
+            for _ in 0..<8 {
+                let before = try store.environment.read { $0.snapshotID }
+                try store.environment.copyCompacted(to: scratch)
+                if try store.environment.read({ $0.snapshotID }) == before { return before }
+                unlink(scratch + "/data.mdb")
+            }
+            throw EventStoreError.busy("writers kept committing while the log was copied; run it again")
+        }()
+        guard Environment.isOpenInThisProcess(path: path) == false else {
+            throw EventStoreError.busy("a store of this process has the log open; close it first")
+        }
+        try flush(scratch + "/data.mdb")
+        try flush(scratch)
+        // LMDB takes a lock on the first byte of lock.mdb in every process that opens the log:
+        // held exclusively here, no process has it open and none can open it until it is released.
+        let lock = open(path + "/lock.mdb", O_RDWR | O_CLOEXEC)
+        guard lock >= 0 else { throw LMDBError(code: errno) }
+        defer { close(lock) }
+        var region = flock()
+        region.l_type = Int16(F_WRLCK)
+        region.l_whence = Int16(SEEK_SET)
+        region.l_len = 1
+        guard fcntl(lock, Self.ofdSetLock, &region) == 0 else {
+            throw EventStoreError.busy("another process has the log open; run it again when it is closed")
+        }
+        let meta: StorageCheck.Meta?
+        do { meta = try StorageCheck.checkHeader(path: path + "/data.mdb") } catch { throw EventStoreError.damaged(error.description) }
+        guard meta?.txnID == copied else { throw EventStoreError.busy("a writer committed after the log was copied; run it again") }
+        let before = fileBytes(path + "/data.mdb")
+        guard link(path + "/data.mdb", scratch + "/data.mdb.old") == 0 else { throw LMDBError(code: errno) }
+        keepScratch = true
+        guard rename(scratch + "/data.mdb", path + "/data.mdb") == 0 else { throw LMDBError(code: errno) }
+        try flush(path)
+        keepScratch = false
+        return (before, fileBytes(path + "/data.mdb"))
+    }
+
+    /// `F_OFD_SETLK` (Linux): a lock owned by the open file, which conflicts with the locks
+    /// other processes (and this one's environments) hold on the file.
+    private static let ofdSetLock: Int32 = 37
+
+    private static func flush(_ path: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw LMDBError(code: errno) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw LMDBError(code: errno) }
+    }
+
+    private static func fileBytes(_ path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : 0
     }
 
     /// The base of a compacted log; `nil` for a log that was never compacted (it starts at 1).
@@ -207,7 +288,7 @@ extension EventStore {
     /// Deletes the records through `cut`, checking each one's checksum and counting it by
     /// stream; returns the SHA-256 of their stored bytes in seq order.
     private func dropRecords(through cut: UInt64, counting dropped: inout [String: UInt64], in txn: borrowing Transaction) throws -> [UInt8] {
-        var hasher = SHA256()
+        var hasher = SHA256Hasher()
         try txn.withCursor(events) { cursor in
             var entry = try cursor.first()
             var expected = try baseSeq(in: txn) + 1

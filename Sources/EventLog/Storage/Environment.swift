@@ -164,6 +164,12 @@ package final class Environment: @unchecked Sendable {
         }
     }
 
+    /// Whether an environment of this process is open in directory `path`.
+    package static func isOpenInThisProcess(path: String) -> Bool {
+        let key = URL(fileURLWithPath: path).resolvingSymlinksInPath().standardizedFileURL.path
+        return opened.withLock { $0[key]?.environment != nil }
+    }
+
     deinit {
         FaultGuard.releaseSlot(faultGuardSlot)
         mdb_env_close(handle)

@@ -13,21 +13,27 @@ enum CompactCommand {
             Seqs do not change: the log starts at the first event kept, and asking for an event before
             it is an error. The log keeps at least one event, against which verify checks the base.
             The log is verified first: a damaged log is refused (salvage it first). A cut at or before
-            the log's first event drops nothing. The file keeps its size (new events reuse the space);
-            --to writes a copy of the log without the free space.
+            the log's first event drops nothing. The file keeps its size (new events reuse the space):
+            --to writes a copy of the log without its free pages, and --in-place swaps such a copy in
+            (while no other process has the log open; the old file is kept until the swap is flushed).
             """,
         options: [
             .init(name: "before", value: "SEQ", help: "Drop the events before SEQ (2 to the newest seq)."),
             .init(name: "keep-last", value: "N", help: "Keep the newest N events (at least 1)."),
             .init(name: "older-than", value: "AGE", help: "Drop the events recorded before now minus AGE (30d, 12h, 90m, 45s) or before an RFC 3339 time, up to the first that is not."),
             .init(name: "to", value: "NEW_DB", help: "Then write a copy of the log without free pages into NEW_DB, a path that must not exist."),
+            .init(name: "in-place", value: nil, help: "Then replace the log's file by such a copy, giving the space back."),
         ],
         writes: true
     ) { arguments, context in
         let cuts = ["before", "keep-last", "older-than"].filter { arguments.value($0) != nil }
         let copyPath = arguments.value("to")
+        let inPlace = arguments.flag("in-place")
         guard cuts.count <= 1 else { throw CLIError.usage("use only one of " + cuts.map { "--\($0)" }.joined(separator: ", ")) }
-        guard !cuts.isEmpty || copyPath != nil else { throw CLIError.usage("give --before SEQ, --keep-last N or --older-than AGE (or --to NEW_DB)") }
+        guard copyPath == nil || !inPlace else { throw CLIError.usage("use only one of --to, --in-place") }
+        guard !cuts.isEmpty || copyPath != nil || inPlace else {
+            throw CLIError.usage("give --before SEQ, --keep-last N or --older-than AGE (or --to NEW_DB, --in-place)")
+        }
         if let before = try arguments.seq("before"), before == 0 { throw CLIError.badInput("--before 0: there is no event 0; the first event to keep is 2 or later") }
         let keepLast = try arguments.count("keep-last")
         let cutoff = try arguments.value("older-than").map { (text) throws(CLIError) in try Self.cutoff(text) }
@@ -37,6 +43,34 @@ enum CompactCommand {
         guard FileManager.default.fileExists(atPath: context.databasePath + "/data.mdb") else {
             throw CLIError.unavailable("cannot open \(context.databasePath): no event log at \(context.databasePath)")
         }
+        let (oldBase, base, cut) = try Self.cut(arguments, context, keepLast: keepLast, cutoff: cutoff, copyPath: copyPath)
+        var sizes: (before: Int, after: Int)?
+        if inPlace {
+            sizes = try attempt(writingTo: context.databasePath) { try EventStore.replaceWithCompactedCopy(at: context.databasePath) }
+        }
+        let first = (oldBase?.seq ?? 0) + 1
+        let dropped = (base?.seq ?? 0) - (oldBase?.seq ?? 0)
+        if context.json {
+            var result: StateObject = ["dropped": .int(Int64(dropped)), "firstSeq": .int(Int64((base?.seq ?? 0) + 1)),
+                                       "base": base.map { $0.jsonValue(state: nil)["base"] ?? .null } ?? .null]
+            result["copy"] = copyPath.map(StateValue.string)
+            if let sizes { result["fileBytes"] = ["after": .int(Int64(sizes.after)), "before": .int(Int64(sizes.before))] }
+            context.printJSON(.object(result))
+        } else {
+            if cut != nil {
+                context.console.line(dropped == 0 ? "nothing to drop: the log starts at event \(first)"
+                                     : "dropped events \(first)-\(base!.seq); the log starts at event \(base!.firstSeq), after its base (checksum \(String(format: "%08x", base!.checksum)))")
+            }
+            if let copyPath { context.console.line("wrote a compacted copy into \(copyPath)") }
+            if let sizes { context.console.line("the file went from \(Render.bytes(sizes.before)) to \(Render.bytes(sizes.after))") }
+        }
+        return .ok
+    }
+
+    /// Verifies the log, makes the cut asked for (if any) and the copy `--to` asks for; the
+    /// store is closed again when it returns, for `--in-place` to swap the file.
+    private static func cut(_ arguments: ParsedArguments, _ context: CommandContext, keepLast: Int?, cutoff: Timestamp?,
+                            copyPath: String?) throws(CLIError) -> (old: LogBase?, new: LogBase?, cut: UInt64?) {
         // Never drop anything from a damaged log: what it holds is what salvage needs.
         if let damage = try attempt({ try EventStore.verifyStorage(at: context.databasePath) }) {
             throw CLIError.badInput("\(context.databasePath) is damaged (\(damage)); run '\(Program.name) salvage' first")
@@ -67,20 +101,7 @@ enum CompactCommand {
         if let copyPath {
             try attempt(writingTo: copyPath) { try store.copyCompacted(to: copyPath) }
         }
-        let dropped = (base?.seq ?? 0) - (oldBase?.seq ?? 0)
-        if context.json {
-            var result: StateObject = ["dropped": .int(Int64(dropped)), "firstSeq": .int(Int64((base?.seq ?? 0) + 1)),
-                                       "base": base.map { $0.jsonValue(state: nil)["base"] ?? .null } ?? .null]
-            result["copy"] = copyPath.map(StateValue.string)
-            context.printJSON(.object(result))
-        } else {
-            if cut != nil {
-                context.console.line(dropped == 0 ? "nothing to drop: the log starts at event \(first)"
-                                     : "dropped events \(first)-\(base!.seq); the log starts at event \(base!.firstSeq), after its base (checksum \(String(format: "%08x", base!.checksum)))")
-            }
-            if let copyPath { context.console.line("wrote a compacted copy into \(copyPath)") }
-        }
-        return .ok
+        return (oldBase, base, cut)
     }
 
     /// The time `--older-than` names: now minus an age (`30d`, `12h`, `90m`, `45s`), or an
