@@ -120,6 +120,11 @@ import Testing
         let report = try store.salvage(into: target)
         #expect(report.copied == 100...200 && report.firstLeftBehind == nil)
         #expect(try target.base() == base && target.currentState == states[200] && target.verify().isOK)
+        // Read from the file's pages (as for a log whose storage is damaged), the same.
+        let fromPages = try EventStore(path: dir.file("from-pages"), options: .testing())
+        let pagesReport = try EventStore.salvage(damagedLogAt: dir.path, into: fromPages)
+        #expect(pagesReport.copied == 100...200 && pagesReport.firstLeftBehind == nil, "\(pagesReport)")
+        #expect(try fromPages.base() == base && fromPages.currentState == states[200] && fromPages.verify().isOK)
         try store.copyCompacted(to: dir.file("copy"))
         let copy = try EventStore(path: dir.file("copy"), options: .testing())
         #expect(try copy.base() == base && copy.lastSeq() == 200 && copy.verify().isOK)
