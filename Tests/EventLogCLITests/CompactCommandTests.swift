@@ -130,7 +130,7 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: db + "/data.mdb")) == before)
     }
 
-    @Test func toWritesASmallerCopyAndADiskFullLeavesTheOriginal() throws {
+    @Test func toAndInPlaceWriteASmallerCopyAndADiskFullLeavesTheOriginal() throws {
         seeded(3_000)
         #expect(eventlog(["compact", "--keep-last", "10", "--db", db]).code == 0)
         let original = try Data(contentsOf: URL(fileURLWithPath: db + "/data.mdb"))
@@ -146,6 +146,19 @@ import Testing
         #expect(try size(copy) < size(db) / 4)
         #expect(export(copy) == export())
         #expect(eventlog(["verify", "--db", copy]).code == 0)
+        // --in-place: a full disk leaves the file as it was and nothing beside it; then the space comes back.
+        let exported = export()
+        let inPlaceFull = try runEventlog(["compact", "--in-place", "--db", db], fileSizeLimit: 8_192)
+        #expect(inPlaceFull.code == 3, "\(inPlaceFull.err)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: db + "/data.mdb")) == original)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: db).sorted() == ["data.mdb", "lock.mdb"])
+        let inPlace = try runEventlog(["compact", "--in-place", "--json", "--db", db])
+        #expect(inPlace.code == 0, "\(inPlace.err)")
+        let sizes = try StateValue(json: inPlace.out)["fileBytes"]
+        #expect(sizes?["before"]?.intValue == Int64(original.count))
+        #expect(try size(db) == Int(sizes?["after"]?.intValue ?? 0) && size(db) < original.count / 4)
+        #expect(export() == exported)
+        #expect(eventlog(["verify", "--db", db]).code == 0)
     }
 
     /// SIGKILL at random moments of `compact` (200 times, within the time a whole run takes,

@@ -106,7 +106,11 @@ extension EventStore {
     /// dense from its first event (1, or the one after its base), so the count is the span
     /// unless a page of it is damaged.
     func lastSeq(in txn: borrowing Transaction) throws -> UInt64 {
-        let base = try baseSeq(in: txn)
+        try lastSeq(in: txn, base: try baseSeq(in: txn))
+    }
+
+    /// `lastSeq(in:)` for a caller that has read the base's seq in this transaction.
+    private func lastSeq(in txn: borrowing Transaction, base: UInt64) throws -> UInt64 {
         let last = try txn.withCursor(events) { cursor in try cursor.last().map { try Self.seq(ofKey: $0.key, "newest") } ?? base }
         let stored = UInt64(try txn.count(events))
         guard last >= base, last - base == stored else {
@@ -117,19 +121,20 @@ extension EventStore {
     }
 
     func state(after seq: UInt64, in txn: borrowing Transaction) throws -> StateValue {
-        let last = try lastSeq(in: txn)
-        guard seq <= last else { throw EventStoreError.noSuchEvent(seq: seq, last: last) }
         let base = try baseSeq(in: txn)
+        let last = try lastSeq(in: txn, base: base)
+        guard seq <= last else { throw EventStoreError.noSuchEvent(seq: seq, last: last) }
         guard seq >= base else { throw EventStoreError.compacted(seq: seq, base: base) }
         // The newest state is at hand unless a writer of this process holds it right now.
         if let known = tip.withLockIfAvailable({ $0.seq == seq ? $0.state : nil }), let state = known { return state }
-        return try rollForward(from: try keyframe(atOrBefore: seq, in: txn), to: seq, in: txn).state
+        return try rollForward(from: try keyframe(atOrBefore: seq, base: base, in: txn), to: seq, in: txn).state
     }
 
     /// The newest state in the database and the keyframe progress since its last keyframe.
     func currentTip(in txn: borrowing Transaction) throws -> Tip {
-        let last = try lastSeq(in: txn)
-        return try rollForward(from: try keyframe(atOrBefore: last, in: txn), to: last, in: txn)
+        let base = try baseSeq(in: txn)
+        let last = try lastSeq(in: txn, base: base)
+        return try rollForward(from: try keyframe(atOrBefore: last, base: base, in: txn), to: last, in: txn)
     }
 
     /// Applies the write sets after a keyframe up to `seq`, counting record sizes as it goes.
@@ -228,10 +233,10 @@ extension EventStore {
     /// The newest keyframe at or before `seq` that is intact, or the empty state at 0.
     /// Keyframes are a cache: a damaged one (which `verify` reports) is passed over for the
     /// one before it, and the write sets in between make up the difference. A compacted log's
-    /// base is the last resort: there is nothing before it, so a damaged base is damage.
-    func keyframe(atOrBefore seq: UInt64, in txn: borrowing Transaction) throws -> Keyframe {
-        let base = try baseSeq(in: txn)
-        return try txn.withCursor(keyframes) { cursor in
+    /// base (at `base`, the seq `baseSeq(in:)` read; 0 for none) is the last resort: there is
+    /// nothing before it, so a damaged base is damage.
+    func keyframe(atOrBefore seq: UInt64, base: UInt64, in txn: borrowing Transaction) throws -> Keyframe {
+        try txn.withCursor(keyframes) { cursor in
             var entry = try RecordCodec.withKey(seq) { try cursor.seek(atOrAfter: $0) }
             if let found = entry, (try? RecordCodec.seq(fromKey: found.key)) != seq {
                 entry = try cursor.previous()
