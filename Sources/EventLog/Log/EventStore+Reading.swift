@@ -55,9 +55,12 @@ extension EventStore {
     }
 
     func record(_ seq: UInt64, in txn: borrowing Transaction) throws -> EventRecord? {
-        let base = try baseSeq(in: txn)
-        if seq <= base && seq > 0 { throw EventStoreError.compacted(seq: seq, base: base) }
-        guard let bytes = try RecordCodec.withKey(seq, { try txn.get(events, key: $0) }) else { return nil }
+        guard let bytes = try RecordCodec.withKey(seq, { try txn.get(events, key: $0) }) else {
+            // Not there: past the newest event, or dropped by a compaction.
+            let base = try baseSeq(in: txn)
+            if seq <= base && seq > 0 { throw EventStoreError.compacted(seq: seq, base: base) }
+            return nil
+        }
         return try Self.decode(bytes, seq: seq)
     }
 
@@ -83,7 +86,8 @@ extension EventStore {
     ///   read fails.
     public func forEachState(from: UInt64 = 1, to: UInt64 = .max, _ body: (UInt64, StateValue) throws -> Bool) throws {
         try environment.read { txn in
-            let start = min(max(from, try baseSeq(in: txn) + 1) - 1, try lastSeq(in: txn))
+            let window = try window(in: txn)
+            let start = min(max(from, window.base + 1) - 1, window.last)
             var state = try state(after: start, in: txn)
             try foldWriteSets(after: start, through: to, into: &state, in: txn) { seq, folded, _, _ in try body(seq, folded) }
         }
@@ -106,23 +110,30 @@ extension EventStore {
     /// dense from its first event (1, or the one after its base), so the count is the span
     /// unless a page of it is damaged.
     func lastSeq(in txn: borrowing Transaction) throws -> UInt64 {
-        try lastSeq(in: txn, base: try baseSeq(in: txn))
+        try window(in: txn).last
     }
 
-    /// `lastSeq(in:)` for a caller that has read the base's seq in this transaction.
-    private func lastSeq(in txn: borrowing Transaction, base: UInt64) throws -> UInt64 {
-        let last = try txn.withCursor(events) { cursor in try cursor.last().map { try Self.seq(ofKey: $0.key, "newest") } ?? base }
+    /// The seq of the base (0 for none) and of the newest event (the base's when none follows
+    /// it), checked against the number of events the database records. The base is looked up
+    /// in the meta only when the one last seen does not fit that count: a compaction drops at
+    /// least one event, so a base that fits the count is the log's.
+    func window(in txn: borrowing Transaction) throws -> (base: UInt64, last: UInt64) {
+        let newest = try txn.withCursor(events) { cursor in try cursor.last().map { try Self.seq(ofKey: $0.key, "newest") } }
         let stored = UInt64(try txn.count(events))
+        let seen = knownBase.load(ordering: .relaxed)
+        if let newest, newest >= seen, newest - seen == stored { return (seen, newest) }
+        let base = try baseSeq(in: txn)
+        knownBase.store(base, ordering: .relaxed)
+        let last = newest ?? base
         guard last >= base, last - base == stored else {
             throw EventStoreError.damaged(base == 0 ? "the log records \(stored) events, but the newest it finds is \(last)"
                                           : "the log records \(stored) events after its base at \(base), but the newest it finds is \(last)")
         }
-        return last
+        return (base, last)
     }
 
     func state(after seq: UInt64, in txn: borrowing Transaction) throws -> StateValue {
-        let base = try baseSeq(in: txn)
-        let last = try lastSeq(in: txn, base: base)
+        let (base, last) = try window(in: txn)
         guard seq <= last else { throw EventStoreError.noSuchEvent(seq: seq, last: last) }
         guard seq >= base else { throw EventStoreError.compacted(seq: seq, base: base) }
         // The newest state is at hand unless a writer of this process holds it right now.
@@ -132,8 +143,7 @@ extension EventStore {
 
     /// The newest state in the database and the keyframe progress since its last keyframe.
     func currentTip(in txn: borrowing Transaction) throws -> Tip {
-        let base = try baseSeq(in: txn)
-        let last = try lastSeq(in: txn, base: base)
+        let (base, last) = try window(in: txn)
         return try rollForward(from: try keyframe(atOrBefore: last, base: base, in: txn), to: last, in: txn)
     }
 
@@ -198,6 +208,7 @@ extension EventStore {
                                      _ body: (_ seq: UInt64, _ bytes: UnsafeRawBufferPointer) throws -> Bool) throws {
         // The log is dense from its first event: every seq up to the number of events recorded
         // after the base must be found. A start before the base starts at it.
+        // The meta's base, not `window(in:)`: the good part of a damaged log still reads.
         let base = try baseSeq(in: txn)
         let start = max(start, base)
         let end = min(end, base + UInt64(try txn.count(events)))
@@ -233,7 +244,7 @@ extension EventStore {
     /// The newest keyframe at or before `seq` that is intact, or the empty state at 0.
     /// Keyframes are a cache: a damaged one (which `verify` reports) is passed over for the
     /// one before it, and the write sets in between make up the difference. A compacted log's
-    /// base (at `base`, the seq `baseSeq(in:)` read; 0 for none) is the last resort: there is
+    /// base (at `base`, as `window(in:)` found it; 0 for none) is the last resort: there is
     /// nothing before it, so a damaged base is damage.
     func keyframe(atOrBefore seq: UInt64, base: UInt64, in txn: borrowing Transaction) throws -> Keyframe {
         try txn.withCursor(keyframes) { cursor in

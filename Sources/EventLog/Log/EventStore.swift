@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The append-only event log in one LMDB environment, and the state its events fold into.
 ///
@@ -61,6 +62,8 @@ public final class EventStore: @unchecked Sendable {
     /// The newest state this process knows of, the seq it follows, and the progress since
     /// the last keyframe. Its lock also serialises this process's writers.
     let tip = Locked(Tip.unknown)
+    /// The seq of the base last read from the meta (0: none), for `window(in:)`.
+    let knownBase = Atomic<UInt64>(0)
     let groupCommitter = GroupCommitter()
 
     private enum MetaKey {
