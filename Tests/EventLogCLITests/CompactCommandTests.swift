@@ -161,6 +161,30 @@ import Testing
         #expect(eventlog(["verify", "--db", db]).code == 0)
     }
 
+    /// `--in-place` never swaps the file under a process that has the log open (its writes
+    /// would go to the old file): it says so, and changes nothing.
+    @Test func inPlaceWaitsForOtherProcessesToCloseTheLog() throws {
+        seeded(200)
+        #expect(eventlog(["compact", "--keep-last", "10", "--db", db]).code == 0)
+        let original = try Data(contentsOf: URL(fileURLWithPath: db + "/data.mdb"))
+        let follower = try spawnEventlog(["log", "--follow", "--db", db])
+        let out = Pipe()
+        follower.standardOutput = out
+        follower.standardError = FileHandle.nullDevice
+        try follower.run()
+        // SIGKILL: a child spawned from a Dispatch thread inherits its blocked signals (SIGTERM among them).
+        defer { if follower.isRunning { kill(follower.processIdentifier, SIGKILL) }; follower.waitUntilExit() }
+        // Once it has printed the window, it has the log open.
+        _ = out.fileHandleForReading.availableData
+        let refused = eventlog(["compact", "--in-place", "--db", db])
+        #expect(refused.code == 3 && refused.err.contains("another process has the log open"), "\(refused.err)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: db + "/data.mdb")) == original)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: db).sorted() == ["data.mdb", "lock.mdb"])
+        kill(follower.processIdentifier, SIGKILL)
+        follower.waitUntilExit()
+        #expect(eventlog(["compact", "--in-place", "--db", db]).code == 0)
+    }
+
     /// SIGKILL at random moments of `compact` (200 times, within the time a whole run takes,
     /// learnt from the first round, which is not killed): afterwards
     /// `verify` passes and the log is either as it was or compacted, never anything else.
