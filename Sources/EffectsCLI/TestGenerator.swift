@@ -325,8 +325,8 @@ extension CommandSpec {
         ) { arguments, context in
             let store = try context.openStore()
             let last = try attempt { try store.lastSeq() }
-            let from = max(1, try arguments.seq("from") ?? 1)
-            let to = min(last, try arguments.seq("to") ?? last)
+            let (from, asked) = try arguments.range(in: store)
+            let to = min(last, asked)
             guard from <= to else { throw CLIError.usage("no events in \(from)…\(to); the log has \(last)") }
             let name = arguments.value("name") ?? "events\(from)to\(to)"
             guard let head = name.unicodeScalars.first, head == "_" || head.properties.isAlphabetic,

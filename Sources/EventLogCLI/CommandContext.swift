@@ -82,12 +82,36 @@ extension CLIError {
             self = damaged(database ?? "the database", error)
         case let error as EventStoreError:
             switch error {
-            case .noSuchEvent, .staleWrite, .invalidWrite, .limitExceeded, .readOnly: self = .badInput("\(error)")
+            case .noSuchEvent, .compacted, .staleWrite, .invalidWrite, .limitExceeded, .readOnly: self = .badInput("\(error)")
             case .corruptRecord, .damaged, .outOfSequence, .otherLog: self = .problem("\(error)")
-            case .notFound, .notAnEventLog, .newerFormat: self = unavailable(error)
+            case .notFound, .notAnEventLog, .newerFormat, .busy: self = unavailable(error)
             }
         default:
             self = unavailable(error)
         }
+    }
+}
+
+extension ParsedArguments {
+    /// `--from` and `--to` over `store`'s events: by default its first event (1, or the one
+    /// after its base) and the newest (`UInt64.max`, for the caller to clamp).
+    /// - Throws: a bad-input ``CLIError`` when either names an event a compaction dropped.
+    package func range(in store: EventStore) throws(CLIError) -> (from: UInt64, to: UInt64) {
+        let base = try attempt { try store.base()?.seq ?? 0 }
+        return (Swift.max(try retained("from", base) ?? 0, base + 1), try retained("to", base) ?? .max)
+    }
+
+    /// `--to` over `store`'s events, for a command that always starts at the first: by
+    /// default `UInt64.max`, for the caller to clamp.
+    /// - Throws: a bad-input ``CLIError`` when it names an event a compaction dropped.
+    package func last(in store: EventStore) throws(CLIError) -> UInt64 {
+        try retained("to", try attempt { try store.base()?.seq ?? 0 }) ?? .max
+    }
+
+    /// The option's seq, refused when a compaction dropped it (1 through `base`).
+    private func retained(_ name: String, _ base: UInt64) throws(CLIError) -> UInt64? {
+        let value = try seq(name)
+        if let value, value > 0, value <= base { throw CLIError.badInput("\(EventStoreError.compacted(seq: value, base: base))") }
+        return value
     }
 }

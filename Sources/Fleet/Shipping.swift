@@ -117,6 +117,10 @@ public struct Shipper {
             throw FleetError(.refused, "cannot keep the shipping position in \(store.path)")
         }
         var position = try confirmedPosition(js, subject: subject, logID: logID)
+        // The stream must hold what a compaction dropped: shipping the window alone leaves a gap.
+        if let base = try store.base(), position.through < base.seq {
+            throw FleetError(.refused, "the log was compacted (it starts after event \(base.seq)), but stream \(stream) holds it only through seq \(position.through): shipping it would leave a gap")
+        }
         var report = Report(logID: logID, shipped: 0, through: position.through)
         func save() throws {
             try store.transact { batch in try position.write("shipped", stream: stream, in: &batch, db: db) }

@@ -170,7 +170,7 @@ import Testing
         // A writer brings it to today's format; an origin by name is then stored as such.
         let append = try runEventlog(["import", "-", "--db", db], stdin: #"{"stream":"deploy","type":"checkStarted","origin":"deploy-client"}"#)
         #expect(append.code == 0, "\(append.err)")
-        #expect(try format(of: db) == .int(Int64(EventStore.formatVersion)))
+        #expect(try format(of: db) == .int(Int64(EventStore.uncompactedFormatVersion)))
         #expect(try runEventlog(["verify", "--db", db]).code == 0)
         let after = try runEventlog(["export", "--db", db]).out
         #expect(after.hasPrefix(exported))
@@ -201,5 +201,28 @@ import Testing
         let copy = dir.file("copy.lmdb")
         #expect(try runEventlog(["import", "-", "--db", copy], stdin: after).code == 0)
         #expect(try runEventlog(["export", "--db", copy]).out == after)
+    }
+
+    /// A format-2 database has no base and opens as it is; compacted, it becomes format 4,
+    /// and the digest it keeps is the one a copy of the dropped events (its export) gives.
+    @Test func aFormatTwoDatabaseCompactsAndItsExportProvesTheDroppedPart() throws {
+        let db = try load("format2")
+        let exported = try String(contentsOf: fixtures.appendingPathComponent("format2.jsonl"), encoding: .utf8)
+        let info = try StateValue(json: try runEventlog(["info", "--json", "--db", db]).out)
+        #expect(info["format"] == 2 && info["base"] == .null && info["firstSeq"] == 1)
+        let compacted = try runEventlog(["compact", "--before", "3", "--json", "--db", db])
+        #expect(compacted.code == 0, "\(compacted.err)")
+        #expect(try format(of: db) == .int(Int64(EventStore.formatVersion)))
+        let lines = exported.split(separator: "\n").map(String.init)
+        let after = try runEventlog(["export", "--db", db]).out.split(separator: "\n").map(String.init)
+        #expect(Array(after.dropFirst()) == Array(lines.dropFirst(2)))
+        let records = try lines.prefix(2).map { line -> [UInt8] in
+            let imported = try ImportedEvent(json: try StateValue(json: line))
+            return EventRecord.storedBytes(of: imported.event, seq: imported.seq!, time: imported.time!)
+        }
+        let digest = DroppedRange.digest(of: records).map { String(format: "%02x", $0) }.joined()
+        let base = try StateValue(json: after[0])["base"]
+        #expect(base?["digests"] == [["from": 1, "sha256": .string(digest), "to": 2]])
+        #expect(try runEventlog(["verify", "--db", db]).code == 0)
     }
 }

@@ -146,8 +146,9 @@ extension EventStore {
     ///   when a write does not fit the state; whatever `body` throws; an ``LMDBError`` when a
     ///   read fails.
     package func fold(from: UInt64 = 1, to: UInt64 = .max, _ body: (EventRecord, StateValue) throws -> Bool) throws {
-        var state = try snapshot(after: from > 0 ? from - 1 : 0)
-        try forEachRecord(from: max(from, 1), to: to) { record in
+        let from = try windowStart(from)
+        var state = try snapshot(after: from - 1)
+        try forEachRecord(from: from, to: to) { record in
             do throws(StateError) { try state.apply(record.event.writes) } catch { throw EventStoreError.invalidWrite(error) }
             return try body(record, state)
         }
@@ -173,6 +174,7 @@ extension EventStore {
     public func firstEvent(where predicate: StatePredicate, from: UInt64 = 1, to: UInt64? = nil, linear: Bool = false) throws -> BisectResult {
         let newest = try lastSeq()
         let last = min(to ?? newest, newest)
+        let from = try windowStart(from)
         guard from <= last else { return BisectResult(firstBad: nil, probes: 0) }
         var probes = 0
         if !linear {

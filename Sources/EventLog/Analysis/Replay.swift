@@ -364,8 +364,9 @@ extension EventStore {
     ///   read fails.
     public func replay(through projection: some Projection, from: UInt64 = 1, to: UInt64 = .max, verify: Bool,
                        progress: ((UInt64) -> Void)? = nil) throws -> ReplayReport {
-        var report = ReplayReport(state: try snapshot(after: from > 0 ? from - 1 : 0))
-        try forEachRecord(from: max(from, 1), to: to) { record in
+        let from = try windowStart(from)
+        var report = ReplayReport(state: try snapshot(after: from - 1))
+        try forEachRecord(from: from, to: to) { record in
             if record.seq & 0xFFFF == 0 { progress?(record.seq) }
             let event = record.event
             var upcast: [Event] = []
@@ -427,7 +428,7 @@ extension EventStore {
     ///   ``EventStoreError/invalidWrite(_:)`` when a write does not fit its state; an
     ///   ``LMDBError`` when a read fails.
     public func firstDifference(from other: EventStore, from: UInt64 = 1, to: UInt64 = .max) throws -> (seq: UInt64, diff: [Write])? {
-        let from = max(from, 1)
+        let from = max(try windowStart(from), try other.windowStart(from))
         let mine = try lastSeq()
         let theirs = try other.lastSeq()
         let end = min(to, max(mine, theirs))

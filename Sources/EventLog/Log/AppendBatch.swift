@@ -93,6 +93,21 @@ public struct AppendBatch: ~Copyable {
         return record
     }
 
+    /// Makes an empty log start after `base` (an import of a compacted log's export, a copy of
+    /// its window): `state` becomes the base keyframe, whose checksum must be `base.checksum`,
+    /// and the next event appended is `base.seq + 1`.
+    ///
+    /// - Throws: ``EventStoreError/outOfSequence(expected:found:)`` when the log is not empty;
+    ///   ``EventStoreError/damaged(_:)`` when `state` does not give the base's checksum.
+    package mutating func installBase(_ base: LogBase, state: StateValue) throws {
+        guard tip.seq == 0 else { throw EventStoreError.outOfSequence(expected: tip.seq + 1, found: base.firstSeq) }
+        let stored = try store.putBase(base, state: state, in: txn)
+        guard stored.checksum == base.checksum else {
+            throw EventStoreError.damaged("the base after event \(base.seq) has checksum \(RecordCodec.hex(stored.checksum)), not the \(RecordCodec.hex(base.checksum)) it names")
+        }
+        tip = Tip(seq: base.seq, state: state, progress: KeyframeProgress(stateBytes: stored.bytes))
+    }
+
     /// The writes of `event` to apply: only an applied event writes.
     private static func writes(of event: borrowing Event) throws(EventStoreError) -> [Write] {
         if case .applied = event.outcome { return event.writes }

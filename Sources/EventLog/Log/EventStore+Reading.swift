@@ -14,7 +14,8 @@ extension EventStore {
         }
     }
 
-    /// The sequence number of the newest event; 0 when the log is empty.
+    /// The sequence number of the newest event; 0 when the log is empty, the base's seq when
+    /// a compacted log holds no event after it.
     ///
     /// - Throws: ``EventStoreError/damaged(_:)`` when the newest key is not an 8-byte seq; an
     ///   ``LMDBError`` when the read fails.
@@ -46,14 +47,20 @@ extension EventStore {
 
     /// The record with sequence number `seq`, or `nil` when there is none.
     ///
-    /// - Throws: ``EventStoreError/corruptRecord(seq:reason:)`` when the record fails its
+    /// - Throws: ``EventStoreError/compacted(seq:base:)`` when `seq` was compacted away;
+    ///   ``EventStoreError/corruptRecord(seq:reason:)`` when the record fails its
     ///   checksum or does not decode; an ``LMDBError`` when the read fails.
     public func record(_ seq: UInt64) throws -> EventRecord? {
         try environment.read { txn in try record(seq, in: txn) }
     }
 
     func record(_ seq: UInt64, in txn: borrowing Transaction) throws -> EventRecord? {
-        guard let bytes = try RecordCodec.withKey(seq, { try txn.get(events, key: $0) }) else { return nil }
+        guard let bytes = try RecordCodec.withKey(seq, { try txn.get(events, key: $0) }) else {
+            // Not there: past the newest event, or dropped by a compaction.
+            let base = try baseSeq(in: txn)
+            if seq <= base && seq > 0 { throw EventStoreError.compacted(seq: seq, base: base) }
+            return nil
+        }
         return try Self.decode(bytes, seq: seq)
     }
 
@@ -68,7 +75,8 @@ extension EventStore {
         }
     }
 
-    /// Calls `body` with each seq from `from` through `to` (clamped to the log) and the state
+    /// Calls `body` with each seq from `from` through `to` (clamped to the log, and to its
+    /// first event when it was compacted) and the state
     /// right after it, inside one read transaction: one snapshot, then one write set per event,
     /// decoding nothing else (every checksum is still checked). `body` returns `false` to stop.
     ///
@@ -78,7 +86,8 @@ extension EventStore {
     ///   read fails.
     public func forEachState(from: UInt64 = 1, to: UInt64 = .max, _ body: (UInt64, StateValue) throws -> Bool) throws {
         try environment.read { txn in
-            let start = min(max(from, 1) - 1, try lastSeq(in: txn))
+            let window = try window(in: txn)
+            let start = min(max(from, window.base + 1) - 1, window.last)
             var state = try state(after: start, in: txn)
             try foldWriteSets(after: start, through: to, into: &state, in: txn) { seq, folded, _, _ in try body(seq, folded) }
         }
@@ -88,6 +97,8 @@ extension EventStore {
     /// the nearest keyframe at or before it plus the write sets after that keyframe.
     ///
     /// - Throws: ``EventStoreError/noSuchEvent(seq:last:)`` when `seq` is past the newest event;
+    ///   ``EventStoreError/compacted(seq:base:)`` when it comes before the base of a compacted
+    ///   log (the state after the base's seq is the base itself);
     ///   ``EventStoreError/corruptRecord(seq:reason:)`` when a record between the keyframe and
     ///   `seq` fails its checksum or does not decode; ``EventStoreError/invalidWrite(_:)`` when
     ///   one of their writes does not fit the state; an ``LMDBError`` when the read fails.
@@ -96,26 +107,44 @@ extension EventStore {
     }
 
     /// The newest seq, checked against the number of events the database records: the log is
-    /// dense from 1, so they are equal unless a page of it is damaged.
+    /// dense from its first event (1, or the one after its base), so the count is the span
+    /// unless a page of it is damaged.
     func lastSeq(in txn: borrowing Transaction) throws -> UInt64 {
-        let last = try txn.withCursor(events) { cursor in try cursor.last().map { try Self.seq(ofKey: $0.key, "newest") } ?? 0 }
-        let stored = try txn.count(events)
-        guard last == stored else { throw EventStoreError.damaged("the log records \(stored) events, but the newest it finds is \(last)") }
-        return last
+        try window(in: txn).last
+    }
+
+    /// The seq of the base (0 for none) and of the newest event (the base's when none follows
+    /// it), checked against the number of events the database records. The base is looked up
+    /// in the meta only when the one last seen does not fit that count: a compaction drops at
+    /// least one event, so a base that fits the count is the log's.
+    func window(in txn: borrowing Transaction) throws -> (base: UInt64, last: UInt64) {
+        let newest = try txn.withCursor(events) { cursor in try cursor.last().map { try Self.seq(ofKey: $0.key, "newest") } }
+        let stored = UInt64(try txn.count(events))
+        let seen = knownBase.load(ordering: .relaxed)
+        if let newest, newest >= seen, newest - seen == stored { return (seen, newest) }
+        let base = try baseSeq(in: txn)
+        knownBase.store(base, ordering: .relaxed)
+        let last = newest ?? base
+        guard last >= base, last - base == stored else {
+            throw EventStoreError.damaged(base == 0 ? "the log records \(stored) events, but the newest it finds is \(last)"
+                                          : "the log records \(stored) events after its base at \(base), but the newest it finds is \(last)")
+        }
+        return (base, last)
     }
 
     func state(after seq: UInt64, in txn: borrowing Transaction) throws -> StateValue {
-        let last = try lastSeq(in: txn)
+        let (base, last) = try window(in: txn)
         guard seq <= last else { throw EventStoreError.noSuchEvent(seq: seq, last: last) }
+        guard seq >= base else { throw EventStoreError.compacted(seq: seq, base: base) }
         // The newest state is at hand unless a writer of this process holds it right now.
         if let known = tip.withLockIfAvailable({ $0.seq == seq ? $0.state : nil }), let state = known { return state }
-        return try rollForward(from: try keyframe(atOrBefore: seq, in: txn), to: seq, in: txn).state
+        return try rollForward(from: try keyframe(atOrBefore: seq, base: base, in: txn), to: seq, in: txn).state
     }
 
     /// The newest state in the database and the keyframe progress since its last keyframe.
     func currentTip(in txn: borrowing Transaction) throws -> Tip {
-        let last = try lastSeq(in: txn)
-        return try rollForward(from: try keyframe(atOrBefore: last, in: txn), to: last, in: txn)
+        let (base, last) = try window(in: txn)
+        return try rollForward(from: try keyframe(atOrBefore: last, base: base, in: txn), to: last, in: txn)
     }
 
     /// Applies the write sets after a keyframe up to `seq`, counting record sizes as it goes.
@@ -177,8 +206,12 @@ extension EventStore {
     /// in order, checking that the seqs are dense; `body` returns `false` to stop.
     private func forEachStoredRecord(after start: UInt64, through end: UInt64, in txn: borrowing Transaction,
                                      _ body: (_ seq: UInt64, _ bytes: UnsafeRawBufferPointer) throws -> Bool) throws {
-        // The log is dense from 1: every seq up to the number of events recorded must be found.
-        let end = min(end, UInt64(try txn.count(events)))
+        // The log is dense from its first event: every seq up to the number of events recorded
+        // after the base must be found. A start before the base starts at it.
+        // The meta's base, not `window(in:)`: the good part of a damaged log still reads.
+        let base = try baseSeq(in: txn)
+        let start = max(start, base)
+        let end = min(end, base + UInt64(try txn.count(events)))
         guard start < end else { return }
         try txn.withCursor(events) { cursor in
             var entry = try RecordCodec.withKey(start + 1) { try cursor.seek(atOrAfter: $0) }
@@ -210,8 +243,10 @@ extension EventStore {
 
     /// The newest keyframe at or before `seq` that is intact, or the empty state at 0.
     /// Keyframes are a cache: a damaged one (which `verify` reports) is passed over for the
-    /// one before it, and the write sets in between make up the difference.
-    func keyframe(atOrBefore seq: UInt64, in txn: borrowing Transaction) throws -> Keyframe {
+    /// one before it, and the write sets in between make up the difference. A compacted log's
+    /// base (at `base`, as `window(in:)` found it; 0 for none) is the last resort: there is
+    /// nothing before it, so a damaged base is damage.
+    func keyframe(atOrBefore seq: UInt64, base: UInt64, in txn: borrowing Transaction) throws -> Keyframe {
         try txn.withCursor(keyframes) { cursor in
             var entry = try RecordCodec.withKey(seq) { try cursor.seek(atOrAfter: $0) }
             if let found = entry, (try? RecordCodec.seq(fromKey: found.key)) != seq {
@@ -220,12 +255,15 @@ extension EventStore {
                 entry = try cursor.last()
             }
             while let current = entry {
-                if let at = try? RecordCodec.seq(fromKey: current.key), at <= seq,
-                   let state = try? RecordCodec.decodeKeyframe(current.value, seq: at) {
+                let at = try? RecordCodec.seq(fromKey: current.key)
+                if let at, at < base { break }
+                if let at, at <= seq, let state = try? RecordCodec.decodeKeyframe(current.value, seq: at) {
                     return Keyframe(seq: at, state: state, bytes: current.value.count)
                 }
+                if at == base && base > 0 { break }
                 entry = try cursor.previous()
             }
+            guard base == 0 else { throw EventStoreError.damaged("the base (the state after event \(base)) is missing or fails its checksum") }
             return Keyframe(seq: 0, state: .emptyObject, bytes: KeyframeProgress.emptyStateBytes)
         }
     }

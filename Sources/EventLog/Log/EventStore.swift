@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The append-only event log in one LMDB environment, and the state its events fold into.
 ///
@@ -14,10 +15,15 @@ import Foundation
 /// - One writer at a time across threads and processes; readers never block. Appends from
 ///   another process are picked up at the start of each write transaction.
 public final class EventStore: @unchecked Sendable {
-    /// The newest storage format this build reads and the one it writes. Format 2 adds
-    /// origins stored by name, format 3 events' versions; an older database opened for
+    /// The newest storage format this build reads, and the one a compacted log has. Format 2
+    /// adds origins stored by name, format 3 events' versions, format 4 a base (the state
+    /// before the first event kept, ``compact(before:)``). A log that was never compacted
+    /// stays at ``uncompactedFormatVersion``, which builds that cannot read a base read as before.
+    public static let formatVersion: UInt32 = 4
+
+    /// The format a writer brings a log without a base to: an older database opened for
     /// writing becomes format 3, its records unchanged (they read as they are).
-    public static let formatVersion: UInt32 = 3
+    public static let uncompactedFormatVersion: UInt32 = 3
 
     /// How to open a store.
     public struct Options: Sendable {
@@ -49,13 +55,15 @@ public final class EventStore: @unchecked Sendable {
     public let keyframePolicy: KeyframePolicy
     let events: Database
     let keyframes: Database
-    private let meta: Database
+    let meta: Database
     /// Where event times come from.
     public let clock: EventClock
 
     /// The newest state this process knows of, the seq it follows, and the progress since
     /// the last keyframe. Its lock also serialises this process's writers.
     let tip = Locked(Tip.unknown)
+    /// The seq of the base last read from the meta (0: none), for `window(in:)`.
+    let knownBase = Atomic<UInt64>(0)
     let groupCommitter = GroupCommitter()
 
     private enum MetaKey {
@@ -114,11 +122,11 @@ public final class EventStore: @unchecked Sendable {
                 throw EventStoreError.damaged("the log's database \(missing.joined(separator: " and ")) is missing")
             }
             if isNew {
-                let values = [Self.formatVersion, options.keyframePolicy.ratio, options.keyframePolicy.minimumEvents]
+                let values = [Self.uncompactedFormatVersion, options.keyframePolicy.ratio, options.keyframePolicy.minimumEvents]
                 for (key, value) in zip(MetaKey.checked, values) { try txn.put(meta, key: key, value: value) }
                 try txn.put(meta, key: MetaKey.checksum, value: Self.metaChecksum(values))
                 try Self.putLogID(UUID(), meta: meta, in: txn)
-                return (meta, events, keyframes, options.keyframePolicy, Self.formatVersion)
+                return (meta, events, keyframes, options.keyframePolicy, Self.uncompactedFormatVersion)
             }
             // A log from before ids gets one the first time it is opened for writing.
             if writable, try txn.get(meta, key: MetaKey.logID) == nil { try Self.putLogID(UUID(), meta: meta, in: txn) }
@@ -135,13 +143,17 @@ public final class EventStore: @unchecked Sendable {
             guard let format = values[0], let ratio = values[1], let minimum = values[2] else {
                 throw EventStoreError.notAnEventLog(path: path)
             }
-            // Opened for writing, an older format is brought up to this one (format 1's records
-            // are format 2's as they are), and a meta record written before it had a checksum
-            // gets one.
-            if writable && (format < Self.formatVersion || checksum == nil) {
-                try txn.put(meta, key: MetaKey.format, value: Self.formatVersion)
-                try txn.put(meta, key: MetaKey.checksum, value: Self.metaChecksum([Self.formatVersion, ratio, minimum]))
-                return (meta, events, keyframes, KeyframePolicy(ratio: ratio, minimumEvents: minimum), Self.formatVersion)
+            // A base is what format 4 adds: one without it, or it without one, is damage.
+            if (format == Self.formatVersion) != (try txn.get(meta, key: BaseCodec.key) != nil) {
+                throw EventStoreError.damaged(format == Self.formatVersion ? "the meta record says format 4 but holds no base" : "the meta record holds a base but says format \(format)")
+            }
+            // Opened for writing, an older format is brought up to 3 (format 1's records are
+            // format 2's as they are), and a meta record written before it had a checksum gets one.
+            if writable && (format < Self.uncompactedFormatVersion || checksum == nil) {
+                let upgraded = Swift.max(format, Self.uncompactedFormatVersion)
+                try txn.put(meta, key: MetaKey.format, value: upgraded)
+                try txn.put(meta, key: MetaKey.checksum, value: Self.metaChecksum([upgraded, ratio, minimum]))
+                return (meta, events, keyframes, KeyframePolicy(ratio: ratio, minimumEvents: minimum), upgraded)
             }
             return (meta, events, keyframes, KeyframePolicy(ratio: ratio, minimumEvents: minimum), format)
         }
@@ -204,6 +216,12 @@ public final class EventStore: @unchecked Sendable {
         let checksum = bytes.withUnsafeBytes { CRC32C.checksum($0) }
         withUnsafeBytes(of: checksum.littleEndian) { bytes += $0 }
         try bytes.withUnsafeBytes { try txn.put(meta, key: MetaKey.logID, bytes: $0) }
+    }
+
+    /// Stores `format` as the meta record's format, with its checksum.
+    func putFormat(_ format: UInt32, in txn: borrowing Transaction) throws {
+        try txn.put(meta, key: MetaKey.format, value: format)
+        try txn.put(meta, key: MetaKey.checksum, value: Self.metaChecksum([format, keyframePolicy.ratio, keyframePolicy.minimumEvents]))
     }
 
     private static func readUInt32(_ bytes: UnsafeRawBufferPointer, _ key: String) throws -> UInt32 {

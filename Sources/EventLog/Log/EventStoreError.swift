@@ -21,6 +21,11 @@ public enum EventStoreError: Error, Hashable, CustomStringConvertible {
     case limitExceeded(String)
     /// The sequence number is outside the log.
     case noSuchEvent(seq: UInt64, last: UInt64)
+    /// The event was dropped by a compaction: the log starts after its base, at `base + 1`.
+    case compacted(seq: UInt64, base: UInt64)
+    /// Another process or store is using the log in a way this operation cannot run beside;
+    /// nothing was changed.
+    case busy(String)
     /// The store was opened read-only.
     case readOnly
     /// A record copied from another store is not the next one. Nothing was appended.
@@ -42,9 +47,23 @@ public enum EventStoreError: Error, Hashable, CustomStringConvertible {
         case .limitExceeded(let reason): reason
         case .noSuchEvent(let seq, let last):
             last == 0 ? "no event \(seq): the log is empty" : "no event \(seq): the log holds 1-\(last)"
+        case .compacted(let seq, let base):
+            "event \(seq) was compacted away; the log starts after event \(Self.grouped(base)) from its base"
+        case .busy(let reason): reason
         case .readOnly: "the event log is open read-only"
         case .outOfSequence(let expected, let found): "record \(found) does not follow: the log's next seq is \(expected)"
         case .otherLog(let reason): "another log's database: \(reason)"
         }
+    }
+
+    /// `5000` as `5,000`.
+    private static func grouped(_ value: UInt64) -> String {
+        var digits = Array(String(value))
+        var index = digits.count - 3
+        while index > 0 {
+            digits.insert(",", at: index)
+            index -= 3
+        }
+        return String(digits)
     }
 }

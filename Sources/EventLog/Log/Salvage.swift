@@ -36,7 +36,13 @@ extension EventStore {
         do { newest = try lastSeq() } catch EventStoreError.damaged { newest = nil }
         let last = newest ?? .max
         var report = SalvageReport(copied: nil, firstLeftBehind: nil, lastSeq: last)
+        // A compacted log's copy starts from the same base.
         var next: UInt64 = 1
+        if let base = try base() {
+            let state = try snapshot(after: base.seq)
+            try target.transact { try $0.installBase(base, state: state) }
+            next = base.firstSeq
+        }
         while next <= last && report.firstLeftBehind == nil {
             var records: [EventRecord] = []
             do {
@@ -77,8 +83,14 @@ extension EventStore {
         var report = SalvageReport(copied: nil, firstLeftBehind: nil, lastSeq: 0)
         var records: [EventRecord] = []
         var expected: UInt64 = 1
+        var baseSeq: UInt64 = 0
         let unread: StorageCheck.Unread
         do {
+            // A compacted log's copy starts from the same base, read from the pages as the records are.
+            if let (base, state) = try readBase(path: path + "/data.mdb") {
+                try target.transact { try $0.installBase(base, state: state) }
+                (baseSeq, expected) = (base.seq, base.firstSeq)
+            }
             unread = try StorageCheck.forEachReadableEntry(path: path + "/data.mdb", database: "events") { key, value in
                 guard let seq = try? key.withUnsafeBytes({ try RecordCodec.seq(fromKey: $0) }) else { return true }
                 report.lastSeq = max(report.lastSeq, seq)
@@ -109,13 +121,34 @@ extension EventStore {
         // Events lost with a damaged page at the end of the log leave no gap to see: the count
         // the database records, and the pages passed over, say so.
         let recorded = UInt64(max(0, unread.recordedEntries))
-        if report.firstLeftBehind == nil, expected <= recorded || !unread.damagedPages.isEmpty {
+        if report.firstLeftBehind == nil, expected <= baseSeq + recorded || !unread.damagedPages.isEmpty {
             let pages = unread.damagedPages.map(String.init).joined(separator: ", ")
-            report.firstLeftBehind = .init(seq: expected, reason: "missing: the log records \(recorded) events"
+            report.firstLeftBehind = .init(seq: expected, reason: "missing: the log records \(recorded) events" + (baseSeq > 0 ? " after its base" : "")
                                            + (pages.isEmpty ? "" : ", and its page\(unread.damagedPages.count == 1 ? "" : "s") \(pages) could not be read"))
-            report.lastSeq = max(report.lastSeq, recorded, expected)
+            report.lastSeq = max(report.lastSeq, baseSeq + recorded, expected)
         }
         return report
+    }
+
+    /// The base of the compacted log in `dataFile` and the state it holds, read from the pages
+    /// of the file that can still be read; `nil` for a log without one.
+    /// - Throws: ``EventStoreError/damaged(_:)`` when the meta names a base that cannot be read.
+    private static func readBase(path dataFile: String) throws -> (LogBase, StateValue)? {
+        var stored: [UInt8]?
+        _ = try StorageCheck.forEachReadableEntry(path: dataFile, database: "meta") { key, value in
+            if key == Array(BaseCodec.key.utf8) { stored = value }
+            return stored == nil
+        }
+        guard let stored else { return nil }
+        let base = try stored.withUnsafeBytes { try BaseCodec.decode($0) }
+        var state: StateValue?
+        _ = try StorageCheck.forEachReadableEntry(path: dataFile, database: "keyframes") { key, value in
+            guard key.withUnsafeBytes({ try? RecordCodec.seq(fromKey: $0) }) == base.seq else { return true }
+            state = value.withUnsafeBytes { try? RecordCodec.decodeKeyframe($0, seq: base.seq) }
+            return false
+        }
+        guard let state else { throw EventStoreError.damaged("the base (the state after event \(base.seq)) cannot be read") }
+        return (base, state)
     }
 
     /// Appends salvaged records to `target` in one transaction, stopping at the first it
@@ -132,7 +165,7 @@ extension EventStore {
             return (appending.lastSeq, nil)
         }
         if let refused { report.firstLeftBehind = refused }
-        if appended > 0 { report.copied = 1...appended }
+        if let first = records.first?.seq, appended >= first { report.copied = (report.copied?.lowerBound ?? first)...appended }
         return appended
     }
 }

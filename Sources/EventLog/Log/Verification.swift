@@ -58,10 +58,14 @@ extension EventStore {
         }
     }
 
-    /// Reads the whole log in one snapshot and checks, stopping at the first problem: every
-    /// record's checksum and encoding; a dense sequence from 1; every write's old value
-    /// against the fold of the writes before it; every keyframe's checksum, its place (where
-    /// the keyframe policy puts one, and nowhere else) and its equality with that fold.
+    /// Reads the whole log in one snapshot and checks, stopping at the first problem: a
+    /// compacted log's base (its checksum, the one the meta records, the dropped counts and
+    /// ranges covering every seq before it); every record's checksum and encoding; a dense
+    /// sequence from 1 (or from the base); every write's old value against the fold of the
+    /// writes before it (from the base, whose disagreement with its first event is named);
+    /// every keyframe's checksum, its place (where the keyframe policy puts one, and nowhere
+    /// else) and its equality with that fold. After a base, the first keyframe stands where
+    /// the keyframes compaction dropped put it, so the policy is checked from that one on.
     ///
     /// `progress` is called every 65,536 events with the number checked so far.
     ///
@@ -78,11 +82,32 @@ extension EventStore {
                 report.problem = .init(seq: seq, reason: reason)
                 return report
             }
+            let base: LogBase?
+            do { base = try self.base(in: txn) } catch { return fail(0, "\(error)") }
             return try txn.withCursor(events) { events in
                 try txn.withCursor(keyframes) { keyframes in
                     var keyframe = try keyframes.first()
                     var entry = try events.first()
                     var expected: UInt64 = 1
+                    // Until the first keyframe after a base, keyframes are not checked against the policy.
+                    var placedByDroppedKeyframes = false
+                    if let base {
+                        if let problem = Self.check(base) { return fail(base.seq, problem) }
+                        guard let stored = keyframe, (try? RecordCodec.seq(fromKey: stored.key)) == base.seq else {
+                            return fail(base.seq, "the base (the state after event \(base.seq)) is missing")
+                        }
+                        do throws(RecordDecodingError) { state = try RecordCodec.decodeKeyframe(stored.value, seq: base.seq) } catch {
+                            return fail(base.seq, "the base: \(error.reason)")
+                        }
+                        let checksum = UInt32(littleEndian: stored.value.loadUnaligned(fromByteOffset: stored.value.count - 4, as: UInt32.self))
+                        guard checksum == base.checksum else {
+                            return fail(base.seq, "the base's checksum is \(RecordCodec.hex(checksum)), but the meta records \(RecordCodec.hex(base.checksum))")
+                        }
+                        keyframeProgress = KeyframeProgress(stateBytes: stored.value.count)
+                        keyframe = try keyframes.next()
+                        expected = base.firstSeq
+                        placedByDroppedKeyframes = true
+                    }
                     while let current = entry {
                         let seq: UInt64
                         let record: EventRecord
@@ -102,13 +127,17 @@ extension EventStore {
                             let actual: StateValue?
                             do { actual = try state.set(write.new, at: write.path) } catch { return fail(seq, "\(error)") }
                             guard actual == write.old else {
+                                if let base, seq == base.firstSeq {
+                                    return fail(seq, "the base disagrees with the event after it: write to \(write.path) expects \(write.old?.json() ?? "absent") but the base holds \(actual?.json() ?? "absent")")
+                                }
                                 return fail(seq, "write to \(write.path) expects \(write.old?.json() ?? "absent") but the state holds \(actual?.json() ?? "absent")")
                             }
                         }
                         let due = keyframeProgress.record(current.value.count, stateDelta: stateDelta, policy: keyframePolicy)
                         if let stored = keyframe, let at = try? RecordCodec.seq(fromKey: stored.key), at <= seq {
                             guard at == seq else { return fail(at, "keyframe stored between events") }
-                            guard due else { return fail(seq, "keyframe where the policy puts none") }
+                            guard due || placedByDroppedKeyframes else { return fail(seq, "keyframe where the policy puts none") }
+                            placedByDroppedKeyframes = false
                             let snapshot: StateValue
                             do throws(RecordDecodingError) { snapshot = try RecordCodec.decodeKeyframe(stored.value, seq: at) } catch {
                                 return fail(at, "keyframe: \(error.reason)")
@@ -119,7 +148,7 @@ extension EventStore {
                             report.keyframesChecked += 1
                             keyframeProgress.keyframeWritten(stored.value.count)
                             keyframe = try keyframes.next()
-                        } else if due {
+                        } else if due && !placedByDroppedKeyframes {
                             return fail(seq, "keyframe missing")
                         }
                         report.eventsChecked = seq
@@ -135,5 +164,18 @@ extension EventStore {
                 }
             }
         }
+    }
+
+    /// What is wrong with a base's account of what was dropped, if anything: the counts by
+    /// stream must add up to its seq, and the ranges must cover 1 through it in order.
+    private static func check(_ base: LogBase) -> String? {
+        let counted = base.dropped.values.reduce(0, +)
+        guard counted == base.seq else { return "the base counts \(counted) events dropped, but it follows event \(base.seq)" }
+        var next: UInt64 = 1
+        for range in base.digests {
+            guard range.seqs.lowerBound == next else { return "the base's dropped ranges leave out or repeat events from \(next)" }
+            next = range.seqs.upperBound + 1
+        }
+        return next == base.seq + 1 ? nil : "the base's dropped ranges end at \(next - 1), not at \(base.seq)"
     }
 }

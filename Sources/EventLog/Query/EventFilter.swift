@@ -61,7 +61,7 @@ extension EventStore {
             return
         }
         let end = Swift.min(to, try lastSeq())
-        var seq = Swift.max(from, 1)
+        var seq = try windowStart(from)
         while seq <= end {
             let chunkEnd = Swift.min(end, seq + 4_095)
             var stopped = false

@@ -10,7 +10,7 @@ extension EventStore {
     package func forEachChange(of path: StatePath, from: UInt64 = 1, to: UInt64 = .max,
                               _ body: (_ seq: UInt64, _ writes: [Write]) throws -> Bool) throws {
         let end = Swift.min(to, try lastSeq())
-        var seq = Swift.max(from, 1)
+        var seq = try windowStart(from)
         while seq <= end {
             let chunkEnd = Swift.min(end, seq + 4_095)
             let chunk = try read { txn in try self.writeSets(after: seq - 1, through: chunkEnd, in: txn) }

@@ -164,6 +164,12 @@ package final class Environment: @unchecked Sendable {
         }
     }
 
+    /// Whether an environment of this process is open in directory `path`.
+    package static func isOpenInThisProcess(path: String) -> Bool {
+        let key = URL(fileURLWithPath: path).resolvingSymlinksInPath().standardizedFileURL.path
+        return opened.withLock { $0[key]?.environment != nil }
+    }
+
     deinit {
         FaultGuard.releaseSlot(faultGuardSlot)
         mdb_env_close(handle)
@@ -194,6 +200,13 @@ package final class Environment: @unchecked Sendable {
                 try grow(from: mapSize)
             }
         }
+    }
+
+    /// Writes a copy of the environment into the existing, empty directory `path`, leaving
+    /// out its free pages (`mdb_env_copy2` with `MDB_CP_COMPACT`): the file a log of the
+    /// same contents needs, no larger. It reads one snapshot; writers go on meanwhile.
+    package func copyCompacted(to path: String) throws {
+        try check(guarded { mdb_env_copy2(handle, path, UInt32(MDB_CP_COMPACT)) })
     }
 
     /// Flushes buffers to disk; useful after commits made with `.lastCommitMayBeLost`.

@@ -119,6 +119,15 @@ package struct Cursor: ~Copyable {
         return try move(MDB_SET_RANGE, key: &k)
     }
 
+    /// The entry the cursor is at (`MDB_GET_CURRENT`); after `deleteCurrent`, the one that
+    /// followed the entry deleted, or `nil` when it was the last.
+    package func current() throws -> Entry? { try move(MDB_GET_CURRENT) }
+
+    /// Deletes the entry the cursor is at (`mdb_cursor_del`; write transactions only).
+    package func deleteCurrent() throws {
+        try check(guarded { mdb_cursor_del(handle, 0) })
+    }
+
     /// Stores `value` under `key`, which must sort after every key of the database
     /// (`MDB_APPEND`, which packs pages full; write transactions only). In a loop this is
     /// cheaper than `Transaction.put`, which sets up a new cursor and searches the tree for

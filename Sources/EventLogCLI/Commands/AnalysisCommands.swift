@@ -39,9 +39,9 @@ package enum AnalysisCommands {
         ] + [app.variantOption].compactMap { $0 }
     ) { arguments, context in
         let projection = try projections(arguments, context)
-        let to = try arguments.seq("to") ?? .max
         let verify = arguments.flag("verify")
         let store = try context.openStore()
+        let to = try arguments.last(in: store)
         let report = try attempt {
             try store.replay(through: projection, to: to, verify: verify) { context.console.progress("replayed \($0) events") }
         }
@@ -165,9 +165,11 @@ package enum AnalysisCommands {
         let projection = try projections(arguments, context)
         let store = try context.openStore()
         let last = try attempt { try store.lastSeq() }
-        let from = max(1, try arguments.seq("from") ?? 1)
-        let to = min(last, try arguments.seq("to") ?? last)
-        guard from <= to else { throw CLIError.badInput(last == 0 ? "the log is empty" : "nothing to bisect in \(from)-\(to) (the log holds 1-\(last))") }
+        let (from, asked) = try arguments.range(in: store)
+        let to = min(last, asked)
+        guard from <= to else {
+            throw CLIError.badInput(last == 0 ? "the log is empty" : "nothing to bisect in \(from)-\(to) (the log holds \(try attempt { try LogCommands.range(store) }))")
+        }
 
         var answer = Answer(result: BisectResult(firstBad: nil, probes: 0))
         switch modes[0] {

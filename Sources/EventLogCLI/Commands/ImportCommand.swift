@@ -17,6 +17,8 @@ enum ImportCommand {
             objects' read model is brought in line with the imported events.
             With --resume, lines whose seq the log already holds are skipped when they hold the same
             event and refused when they differ: run the same import again after an interruption.
+            A first line {"base": …} (a compacted log's export) makes an empty log start after that
+            base, the state it holds checked against its checksum; the events must follow it.
             """,
         arguments: [.init(name: "FILE", help: "A JSON-lines file, or - for stdin.")],
         options: [
@@ -36,6 +38,7 @@ enum ImportCommand {
                           console: context.console)
         }
         do throws(CLIError) {
+            try run.readBase()
             try run.skipEventsPresent()
             try run.importRest(reportingTo: interruption) { run in continuation(of: run, arguments, context) }
         } catch {
@@ -108,6 +111,8 @@ private struct ImportRun {
     private(set) var everyEventHasSeq = true
     /// The line of the last event appended to the transaction under way.
     private var appendedThroughLine = 0
+    /// The base the input starts with, to install in the first transaction; `nil` once committed.
+    private var base: (base: LogBase, state: StateValue)?
 
     init(store: EventStore, readModels: [any ReadModel], lines: LineReader, source: String, batchSize: Int?, resume: Bool, console: Console) throws {
         self.store = store
@@ -122,6 +127,24 @@ private struct ImportRun {
         // (a map is address space, not disk), and impossible to need for a stream read whole.
         let room = lines.totalBytes.map { Int(clamping: $0) * 3 + (64 << 20) } ?? (batchSize == nil ? 16 << 30 : 64 << 20)
         try store.reserveCapacity(room)
+    }
+
+    /// Reads a base on the input's first line: for an empty log, installed with the first
+    /// transaction; for a log with the same base, passed over; otherwise refused.
+    mutating func readBase() throws(CLIError) {
+        guard let (number, json, offset) = try nextLine() else { return }
+        guard LogBase.isBase(json) else {
+            lookahead = (number, try event(json, line: number), offset)
+            return
+        }
+        let parsed: (base: LogBase, state: StateValue)
+        do { parsed = try LogBase.parse(json: json) } catch { throw CLIError.badInput("\(source) line \(number): \(error)") }
+        let current = try attempt { try store.base() }
+        if current == parsed.base { return }
+        guard current == nil, try attempt({ try store.lastSeq() }) == 0 else {
+            throw CLIError.badInput("\(source) line \(number): the input starts after event \(parsed.base.seq) from its base, but the log already holds events")
+        }
+        base = parsed
     }
 
     /// With `--resume`: skips the leading lines whose seq the log holds, after checking that
@@ -155,9 +178,11 @@ private struct ImportRun {
                 try store.transact { batch in
                     runs += 1
                     if runs > 1 { try restart(at: mark) }
+                    if let base { try batch.installBase(base.base, state: base.state) }
                     return (try appendEvents(to: &batch), batch.lastSeq)
                 }
             }
+            base = nil
             if appended > 0 {
                 imported = (imported?.lowerBound ?? last - UInt64(appended) + 1)...last
                 count += appended
@@ -215,6 +240,17 @@ private struct ImportRun {
             self.lookahead = nil
             return lookahead
         }
+        return try nextLine().map { (number, json, offset) throws(CLIError) in (number, try event(json, line: number), offset) }
+    }
+
+    /// Line `number`'s event.
+    private func event(_ json: StateValue, line number: Int) throws(CLIError) -> ImportedEvent {
+        if LogBase.isBase(json) { throw CLIError.badInput("\(source) line \(number): a base belongs on the first line, before every event") }
+        do { return try ImportedEvent(json: json) } catch { throw CLIError.badInput("\(source) line \(number): \(error)") }
+    }
+
+    /// The next line of the input that is not blank, as JSON, and the offset where it begins.
+    private mutating func nextLine() throws(CLIError) -> (number: Int, json: StateValue, offset: UInt64)? {
         while true {
             let start = lines.offset
             let line: ArraySlice<UInt8>
@@ -229,12 +265,10 @@ private struct ImportRun {
             lineNumber += 1
             let text = line.trimmingJSONSpace()
             if text.isEmpty { continue }
-            do {
-                return (lineNumber, try ImportedEvent(json: try StateValue(jsonUTF8: Array(text))), start)
-            } catch let error as JSONSyntaxError {
-                throw CLIError.badInput("\(source) line \(lineNumber), column \(error.column): \(error.reason)")
+            do throws(JSONSyntaxError) {
+                return (lineNumber, try StateValue(jsonUTF8: Array(text)), start)
             } catch {
-                throw CLIError.badInput("\(source) line \(lineNumber): \(error)")
+                throw CLIError.badInput("\(source) line \(lineNumber), column \(error.column): \(error.reason)")
             }
         }
     }

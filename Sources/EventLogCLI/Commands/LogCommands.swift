@@ -3,7 +3,7 @@ import Foundation
 
 /// The commands that read, check, export and import the log itself.
 enum LogCommands {
-    static let all: [CommandSpec] = [info, log, history, watch, show, snapshot, diff, verify, salvage, export, ImportCommand.spec, rebuild]
+    static let all: [CommandSpec] = [info, log, history, watch, show, snapshot, diff, verify, salvage, export, ImportCommand.spec, rebuild, CompactCommand.spec]
 
     static let info = CommandSpec(
         name: "info",
@@ -11,12 +11,15 @@ enum LogCommands {
     ) { _, context in
         let store = try context.openStore()
         let (last, first, keyframes, logID) = try attempt { (try store.lastSeq(), try store.firstSeq(), try store.keyframeCount(), try store.logID) }
+        let base = try attempt { try store.base() }
+        let events = last - (base?.seq ?? 0)
         let id = logID?.uuidString.lowercased()
         let fileBytes = (try? FileManager.default.attributesOfItem(atPath: context.databasePath + "/data.mdb")[.size] as? Int) ?? 0
         if context.json {
             let firstSeq: StateValue = first.map { .int(Int64($0)) } ?? .null
             context.printJSON([
-                "database": .string(context.databasePath), "events": .int(Int64(last)),
+                "base": base.map { $0.jsonValue(state: nil)["base"] ?? .null } ?? .null,
+                "database": .string(context.databasePath), "events": .int(Int64(events)),
                 "fileBytes": .int(Int64(fileBytes)), "firstSeq": firstSeq,
                 "format": .int(Int64(store.format)), "keyframeRatio": .int(Int64(store.keyframePolicy.ratio)),
                 "keyframes": .int(Int64(keyframes)), "lastSeq": .int(Int64(last)),
@@ -27,9 +30,10 @@ enum LogCommands {
                 database   \(context.databasePath)
                 log id     \(id ?? "none yet (given the first time the log is opened for writing)")
                 format     \(store.format)
-                events     \(last)
+                events     \(events)
                 first seq  \(first.map(String.init) ?? "-")
                 last seq   \(last)
+                base       \(base.map(Self.describe) ?? "none (the log starts at its first event)")
                 keyframes  \(keyframes) (one once the records since the last add up to \(store.keyframePolicy.ratio)× its size)
                 file size  \(Render.bytes(fileBytes))
                 map size   \(Render.bytes(store.environment.mapSize))
@@ -38,8 +42,14 @@ enum LogCommands {
         return .ok
     }
 
+    /// `after event 5000 (checksum …); dropped 5000 events: a 3000, b 2000`.
+    private static func describe(_ base: LogBase) -> String {
+        let streams = base.dropped.sorted { $0.key < $1.key }.map { "\(Render.escaped($0.key)) \($0.value)" }.joined(separator: ", ")
+        return "after event \(base.seq) (checksum \(String(format: "%08x", base.checksum))); dropped \(base.seq) events: \(streams)"
+    }
+
     static let rangeOptions: [CommandSpec.Option] = [
-        .init(name: "from", value: "N", help: "The first seq (default: 1)."),
+        .init(name: "from", value: "N", help: "The first seq (default: the log's first, 1 unless it was compacted)."),
         .init(name: "to", value: "N", help: "The last seq (default: the newest)."),
     ]
 
@@ -69,8 +79,7 @@ enum LogCommands {
             if context.json { context.console.line(record.jsonValue.json()) } else { context.console.row(Render.logLine(record, colors: context.console.usesColors)) }
         }
         guard arguments.flag("follow") else {
-            let from = try arguments.seq("from") ?? 1
-            let to = try arguments.seq("to") ?? .max
+            let (from, to) = try arguments.range(in: store)
             guard from <= to else { throw CLIError.badInput("--from \(from) is after --to \(to)") }
             try attempt { try store.forEachRecord(matching: filter, from: from, to: to) { print($0); return true } }
             return .ok
@@ -78,9 +87,9 @@ enum LogCommands {
         guard arguments.value("to") == nil else { throw CLIError.usage("--follow has no end: leave out --to") }
         // A reader that goes away must end the command, not kill it.
         signal(SIGPIPE, SIG_IGN)
-        let from = try arguments.seq("from") ?? 1
+        let from = try arguments.range(in: store).from
         try attempt {
-            try store.follow(after: from > 0 ? from - 1 : 0, stop: { context.console.isOutputClosed }) { records in
+            try store.follow(after: from - 1, stop: { context.console.isOutputClosed }) { records in
                 records.forEach(print)
                 context.console.flush()
                 return !context.console.isOutputClosed
@@ -141,10 +150,9 @@ enum LogCommands {
         options: rangeOptions
     ) { arguments, context in
         let path = try statePath(arguments.positionals[0], "PATH")
-        let from = try arguments.seq("from") ?? 1
-        let to = try arguments.seq("to") ?? .max
-        guard from <= to else { throw CLIError.badInput("--from \(from) is after --to \(to)") }
         let store = try context.openStore()
+        let (from, to) = try arguments.range(in: store)
+        guard from <= to else { throw CLIError.badInput("--from \(from) is after --to \(to)") }
         var changes = 0
         // Write sets are scanned; only the events that changed the path are read whole.
         try attempt { try store.forEachChange(of: path, from: from, to: to) { seq, writes in
@@ -298,7 +306,9 @@ enum LogCommands {
         } else if let problem = report.problem {
             context.console.line("problem at seq \(problem.seq): \(Render.escaped(problem.reason)) (\(report.eventsChecked) events good before it)")
         } else {
-            context.console.line("ok: \(report.eventsChecked) events and \(report.keyframesChecked) keyframes verified")
+            let base = try attempt { try context.openStore().base() }
+            let events = base.map { "events \($0.firstSeq)-\(report.eventsChecked) from the base after \($0.seq)" } ?? "\(report.eventsChecked) events"
+            context.console.line("ok: \(events) and \(report.keyframesChecked) keyframes verified")
         }
         return report.isOK ? .ok : .problem
     }
@@ -306,9 +316,17 @@ enum LogCommands {
     static let export = CommandSpec(
         name: "export",
         summary: "Write events as JSON lines (one record per line) to stdout, for 'import' or other tools.",
+        discussion: """
+            A compacted log's export starts with its base on a line of its own ({"base": …}: the state
+            after the last event dropped, its checksum, the events dropped per stream and their digests),
+            unless --from starts after the log's first event; 'import' makes the same log of it.
+            """,
         options: rangeOptions
     ) { arguments, context in
         let store = try context.openStore()
+        if let base = try attempt({ try store.base() }), try arguments.range(in: store).from == base.firstSeq {
+            context.console.line(try attempt { base.jsonValue(state: try store.snapshot(after: base.seq)).json() })
+        }
         try forEachRecord(in: store, arguments) { context.console.line($0.jsonValue.json()) }
         return .ok
     }
@@ -405,15 +423,14 @@ enum LogCommands {
 
     /// Calls `body` for each record in the --from/--to range.
     static func forEachRecord(in store: EventStore, _ arguments: ParsedArguments, _ body: (EventRecord) -> Void) throws(CLIError) {
-        let from = try arguments.seq("from") ?? 1
-        let to = try arguments.seq("to") ?? .max
+        let (from, to) = try arguments.range(in: store)
         guard from <= to else { throw CLIError.badInput("--from \(from) is after --to \(to)") }
         try attempt { try store.forEachRecord(from: from, to: to) { body($0); return true } }
     }
 
     static func range(_ store: EventStore) throws -> String {
-        let last = try store.lastSeq()
-        return last == 0 ? "no events" : "1-\(last)"
+        let (last, first) = (try store.lastSeq(), try store.firstSeq())
+        return first.map { "\($0)-\(last)" } ?? "no events"
     }
 }
 
