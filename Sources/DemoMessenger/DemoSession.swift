@@ -157,9 +157,10 @@ public struct DemoSession: Sendable {
 
     /// Records one check (and the answer), returning how many events it appended.
     private func updateCheck(_ moment: PromptMoment, store: EventStore) throws -> Int {
-        let prompter = UpdatePrompter(store: store, installedVersion: AppVersion(moment.installed)!, policy: PromptPolicy(forced: moment.forced))
+        let prompter = UpdatePrompter(store: store, installedVersion: AppVersion(moment.installed)!, policy: PromptPolicy(rules: moment.forced ? .forced : .optional))
         let lookup: Result<StoreRelease, StoreLookupError> = moment.store.map {
-            .success(StoreRelease(version: AppVersion($0)!, releaseNotes: "Faster sync, fewer surprises.", minimumOSVersion: AppVersion("15.0")))
+            .success(StoreRelease(version: AppVersion($0)!, releaseNotes: "Faster sync, fewer surprises.", minimumOSVersion: AppVersion("15.0"),
+                                  releaseDate: "2026-01-01T08:00:00Z")) // days before the demo: old enough to prompt
         } ?? .failure(StoreLookupError("HTTP 503 from itunes.apple.com"))
         let check = try prompter.check(lookup, source: StoreLookupSource.appStore(appID: "888237539")!.description)
         guard let answer = moment.answer, check.decision == .promptShown || check.decision == .forcedPromptShown else { return check.records.count }

@@ -14,13 +14,19 @@ import Foundation
 ///   (`1.2b < 1.2`, where the seed's `integerValue` would call them equal). Two labels
 ///   compare in natural order: runs of digits as numbers, other runs by their characters
 ///   (`beta.2 < beta.10`, `alpha < beta`).
+/// - A `+` after the numeric part starts build metadata, which takes no part in comparing
+///   (semver.org item 10): `1.2+45 == 1.2+46 == 1.2`, `1.2-beta+7 == 1.2-beta`.
 public struct AppVersion: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// The text it was read from, trimmed.
     public let text: String
     /// The numeric components, each without leading zeros (`"0"` for zero).
     public let components: [String]
-    /// What follows the numeric part, without a leading `-`, `+`, `_` or space; empty for a release.
+    /// What follows the numeric part up to a `+`, without a leading `-`, `_` or space; empty
+    /// for a release.
     public let label: String
+    /// What follows the first `+` after the numeric part (`45` in `1.2+45`); empty when there
+    /// is none. Never compared.
+    public let buildMetadata: String
 
     /// Reads a version by the rule above; `nil` when `text` (trimmed, without a leading `v`)
     /// does not start with a digit.
@@ -32,16 +38,20 @@ public struct AppVersion: Sendable, Hashable, Comparable, CustomStringConvertibl
         guard let first = numeric.first, first.isNumber else { return nil }
         self.text = trimmed
         components = numeric.split(separator: ".", omittingEmptySubsequences: false).map(Self.normalized)
-        label = String(rest.dropFirst(numeric.count).drop { "-+_ ".contains($0) })
+        let suffix = rest.dropFirst(numeric.count)
+        let plus = suffix.firstIndex(of: "+") ?? suffix.endIndex
+        label = String(suffix[..<plus].drop { "-_ ".contains($0) })
+        buildMetadata = plus < suffix.endIndex ? String(suffix[suffix.index(after: plus)...]) : ""
     }
 
     public var description: String { text }
 
-    /// Equal when they compare equal: `1.0` and `1.0.0` are the same version.
+    /// Equal when they compare equal: `1.0` and `1.0.0` are the same version, and so are
+    /// `1.2+45` and `1.2`.
     public static func == (a: AppVersion, b: AppVersion) -> Bool { compare(a, b) == 0 }
 
     /// Hashes the numeric components without trailing zeros, so that equal versions hash
-    /// alike; the label is left out.
+    /// alike; the label and the build metadata are left out.
     public func hash(into hasher: inout Hasher) {
         var significant = components
         while significant.last == "0" { significant.removeLast() }

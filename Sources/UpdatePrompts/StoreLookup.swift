@@ -12,7 +12,8 @@ public struct StoreRelease: Sendable, Hashable {
     public var trackViewURL: String?
     /// The oldest OS version the release runs on.
     public var minimumOSVersion: AppVersion?
-    /// `currentVersionReleaseDate`, as the store spells it.
+    /// `currentVersionReleaseDate`, as the store spells it (RFC 3339, such as
+    /// `2026-11-30T08:00:00Z`).
     public var releaseDate: String?
 
     /// A release of the given fields, as a test or demo makes one up.
@@ -28,8 +29,9 @@ public struct StoreRelease: Sendable, Hashable {
     /// Reads a lookup response: `{"resultCount":1,"results":[{"version":"3.4.1",…}]}`. The first
     /// result is the app; unknown fields are ignored.
     /// - Throws: `StoreLookupError` saying what is wrong: not JSON or not an object,
-    ///   `resultCount` 0 or no results, no or a bad `version`, a bad `minimumOsVersion`, or a
-    ///   field read as text that is not a string.
+    ///   `resultCount` 0 or no results, no or a bad `version`, a bad `minimumOsVersion`, a
+    ///   `currentVersionReleaseDate` that is not an RFC 3339 time, or a field read as text that
+    ///   is not a string.
     public init(lookupResponse bytes: [UInt8]) throws(StoreLookupError) {
         let response: StateValue
         do { response = try StateValue(jsonUTF8: bytes) } catch { throw StoreLookupError("the response is not JSON: \(error)") }
@@ -50,8 +52,12 @@ public struct StoreRelease: Sendable, Hashable {
             guard let parsed = AppVersion(minimumText) else { throw StoreLookupError("\"minimumOsVersion\" is not a version: \"\(minimumText)\"") }
             minimumOS = parsed
         }
+        let releaseDate = try text("currentVersionReleaseDate")
+        if let releaseDate, Timestamp(rfc3339: releaseDate) == nil {
+            throw StoreLookupError("\"currentVersionReleaseDate\" is not an RFC 3339 time: \"\(releaseDate)\"")
+        }
         self.init(version: version, releaseNotes: try text("releaseNotes"), trackViewURL: try text("trackViewUrl"),
-                  minimumOSVersion: minimumOS, releaseDate: try text("currentVersionReleaseDate"))
+                  minimumOSVersion: minimumOS, releaseDate: releaseDate)
     }
 }
 

@@ -70,7 +70,9 @@ public final class UpdatePrompter: Sendable {
                 let found = try append(.storeVersionFound, .object(payload), cause, time, &batch)
                 var decisionCause = cause
                 decisionCause.step = 1
-                let decided = try append(.promptDecided, policy.payload, decisionCause, time, &batch)
+                var decisionPayload = policy.payload.objectValue ?? StateObject()
+                decisionPayload["releaseDate"] = release.releaseDate.map(StateValue.string) // the age rule's input
+                let decided = try append(.promptDecided, .object(decisionPayload), decisionCause, time, &batch)
                 let decision = batch.state[UpdateRules.path("lastDecision")]?.stringValue.flatMap(PromptDecision.init(rawValue:))
                 return Check(records: [found, decided], decision: decision, failure: nil)
             }

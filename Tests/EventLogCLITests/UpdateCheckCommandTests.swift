@@ -9,9 +9,16 @@ struct UpdateCheckCommandTests {
     let dir = TemporaryDirectory("update-check")
     var db: String { dir.file("updates.lmdb") }
 
+    /// A lookup response for `version`, released on `releaseDate` (by default long ago; `nil`: the
+    /// response gives no date).
+    static func lookupResponse(_ version: String, releaseDate: String? = "2020-01-01T00:00:00Z") -> String {
+        let date = releaseDate.map { #","currentVersionReleaseDate":"\#($0)""# } ?? ""
+        return #"{"resultCount":1,"results":[{"version":"\#(version)","releaseNotes":"Fixes."\#(date)}]}"#
+    }
+
     func lookupFile(_ version: String) throws -> String {
         let path = dir.file("lookup-\(version).json")
-        try Data(#"{"resultCount":1,"results":[{"version":"\#(version)","releaseNotes":"Fixes."}]}"#.utf8).write(to: URL(fileURLWithPath: path))
+        try Data(Self.lookupResponse(version).utf8).write(to: URL(fileURLWithPath: path))
         return path
     }
 
@@ -66,12 +73,84 @@ struct UpdateCheckCommandTests {
             (["--answer", "maybe"], "--answer must be update, later or skip, not \"maybe\""),
             (["--lookup", lookup, "--installed", "1", "--max-declines", "0"], "--max-declines must be a positive whole number, not \"0\""),
             (["--lookup", lookup, "--installed", "1", "--timeout", "nan"], "--timeout must be a number of seconds above 0 and at most 3600, not \"nan\""),
+            (["--lookup", lookup, "--installed", "1", "--rules", "major"], "--rules: \"major\" is not KIND=RULE, such as major=force"),
+            (["--lookup", lookup, "--installed", "1", "--rules", "major=force,"], "--rules: \"\" is not KIND=RULE, such as major=force"),
+            (["--lookup", lookup, "--installed", "1", "--rules", "huge=force"], "--rules: unknown kind \"huge\" (major, minor, patch or revision)"),
+            (["--lookup", lookup, "--installed", "1", "--rules", "major=loud"], "--rules: unknown rule \"loud\" for major (force, option, skip or none)"),
+            (["--lookup", lookup, "--installed", "1", "--rules", "minor=skip,minor=none"], "--rules: minor is given twice"),
+            (["--lookup", lookup, "--installed", "1", "--release-age-days=-1"], "--release-age-days must be a whole number of days from 0 to 36500, not \"-1\""),
+            (["--lookup", lookup, "--installed", "1", "--release-age-days", "1.5"], "--release-age-days must be a whole number of days from 0 to 36500, not \"1.5\""),
         ] {
             let outcome = eventlog(["update-check", "--db", db] + arguments)
             #expect(outcome.code == 2)
             #expect(outcome.err.hasPrefix("Error: \(message)\n"), "\(outcome.err)")
+            #expect(outcome.out.isEmpty)
         }
         #expect(!FileManager.default.fileExists(atPath: db), "a refused command created the database")
+    }
+
+    @Test func rulesAndReleaseAgeDecideAndReplay() throws {
+        let directory = TemporaryDirectory("lookup-server")
+        let now = Timestamp(microsecondsSince1970: Int64(Date().timeIntervalSince1970 * 1_000_000)).description
+        for (name, body) in [("fresh.json", Self.lookupResponse("3.4.1", releaseDate: now)), ("old.json", Self.lookupResponse("3.4.1")),
+                             ("undated.json", Self.lookupResponse("3.4.1", releaseDate: nil)),
+                             ("baddate.json", Self.lookupResponse("3.4.1", releaseDate: "2026-02-30T00:00:00Z"))] {
+            try Data(body.utf8).write(to: URL(fileURLWithPath: directory.file(name)))
+        }
+        let server = try LoopbackServer.fixtures(in: directory.path)
+        func check(_ file: String, _ installed: String, _ options: [String] = []) -> CommandOutcome {
+            eventlog(["update-check", "--db", db, "--lookup", server.url.appendingPathComponent(file).absoluteString, "--installed", installed] + options)
+        }
+        for (file, installed, options, expected) in [
+            ("fresh.json", "3.4", [], "releaseTooNew"),
+            ("fresh.json", "3.4", ["--forced"], "releaseTooNew"),
+            ("fresh.json", "3.4", ["--release-age-days", "0"], "promptShown"),
+            ("undated.json", "3.4", [], "releaseDateUnknown"),
+            ("undated.json", "3.4", ["--release-age-days", "0"], "promptShown"),
+            ("old.json", "3.4", ["--rules", "patch=none"], "ruleIsNone"),
+            ("old.json", "3.3", ["--rules", "patch=none"], "promptShown"),
+            ("old.json", "3.3", ["--rules", "minor=option"], "promptShownWithoutSkip"),
+            ("old.json", "3.4", ["--forced", "--rules", "patch=skip"], "promptShown"),
+            ("old.json", "3.3", ["--forced", "--rules", "patch=skip"], "forcedPromptShown"),
+            ("old.json", "2.9", ["--rules", "major=force,minor=option,patch=skip,revision=none"], "forcedPromptShown"),
+        ] {
+            let outcome = check(file, installed, options)
+            #expect(outcome.code == 0, "\(outcome.err)")
+            let decision = outcome.out.split(separator: "\n").first { $0.hasPrefix("decision: ") }
+            #expect(decision == "decision: \(expected)"[...] || decision?.hasPrefix("decision: \(expected) (") == true,
+                    "\(file) \(installed) \(options): \(outcome.out)")
+        }
+        // An option prompt has no "Skip this version": the check stays recorded, the answer does not.
+        let skip = check("old.json", "3.3", ["--rules", "minor=option", "--answer", "skip"])
+        #expect(skip.code == 1)
+        #expect(skip.err == "Error: --answer not recorded: the prompt has no \"Skip this version\"\n")
+        #expect(skip.out.contains("decision: promptShownWithoutSkip"))
+        // A date that is not a time is a failed lookup, as any other bad answer.
+        let bad = check("baddate.json", "3.4", ["--json"])
+        #expect(bad.code == 1)
+        #expect(try StateValue(json: bad.out)["lookupFailure"] == #""currentVersionReleaseDate" is not an RFC 3339 time: "2026-02-30T00:00:00Z""#)
+
+        let replay = eventlog(["replay", "--verify", "--db", db])
+        #expect(replay.code == 0, "\(replay.out)\(replay.err)")
+        #expect(replay.out.contains("updates  25 recomputed"), "\(replay.out)")
+        let payloads = try eventlog(["log", "--db", db, "--json"]).out.split(separator: "\n").map { try StateValue(json: String($0)) }
+            .filter { $0["type"] == "promptDecided" }.map { $0["payload"] }
+        #expect(payloads.first??["releaseAgeDays"] == 1 && payloads.first??["releaseDate"] == .string(now))
+        #expect(payloads.count == 12 && payloads[10]?["rules"] == ["major": "force", "minor": "option", "patch": "skip", "revision": "none"])
+    }
+
+    @Test func aLogRecordedBeforeRulesAndReleaseAgeStillVerifies() throws {
+        let fixture = try String(contentsOfFile: EventVersionTests.fixture, encoding: .utf8)
+        let decisions = fixture.split(separator: "\n").filter { $0.contains(#""type":"promptDecided""#) }
+        #expect(decisions.count >= 2 && decisions.contains { $0.contains(#""forced":true"#) } && decisions.contains { $0.contains(#""forced":false"#) })
+        #expect(!decisions.contains { $0.contains("rules") || $0.contains("releaseAgeDays") || $0.contains("releaseDate") },
+                "the fixture predates the rules")
+        #expect(eventlog(["import", EventVersionTests.fixture, "--db", db]).code == 0)
+        let replay = eventlog(["replay", "--verify", "--db", db, "--json"])
+        #expect(replay.code == 0, "\(replay.out)\(replay.err)")
+        let report = try StateValue(json: replay.out)
+        #expect(report["divergence"] == .null)
+        #expect(report["streams.updates.recomputed"]?.intValue ?? 0 >= decisions.count, "\(replay.out)")
     }
 
     @Test func theDemoRecordsAPromptHistory() throws {

@@ -16,7 +16,9 @@ struct StoreLookupTests {
         init() throws {
             for (name, body) in [("lookup.json", StoreLookupTests.jianshu), ("empty.json", #"{"resultCount":0,"results":[]}"#),
                                  ("bad.json", #"{"resultCount":1,"results":[{"version":"#), ("noversion.json", #"{"resultCount":1,"results":[{}]}"#),
-                                 ("array.json", "[1,2]"), ("numeric.json", #"{"resultCount":1,"results":[{"version":3.4}]}"#)] {
+                                 ("array.json", "[1,2]"), ("numeric.json", #"{"resultCount":1,"results":[{"version":3.4}]}"#),
+                                 ("baddate.json", #"{"resultCount":1,"results":[{"version":"3.4.1","currentVersionReleaseDate":"yesterday"}]}"#),
+                                 ("nodate.json", #"{"resultCount":1,"results":[{"version":"3.4.1"}]}"#)] {
                 try Data(body.utf8).write(to: URL(fileURLWithPath: directory.file(name)))
             }
             server = try LoopbackServer.fixtures(in: directory.path)
@@ -40,10 +42,22 @@ struct StoreLookupTests {
         try harness.expectReplayAgrees()
     }
 
+    @Test func aLookupWithoutAReleaseDateDecidesReleaseDateUnknown() throws {
+        let fixtures = try Fixtures()
+        let harness = try PromptHarness()
+        let check = try harness.prompter("3.4").check(StoreLookup(fixtures.url("nodate.json")))
+        #expect(check.failure == nil)
+        #expect(check.decision == .releaseDateUnknown)
+        #expect(try harness.updates("lastPromptAt") == nil)
+        #expect(try harness.prompter("3.4", PromptPolicy(releaseAgeDays: 0)).check(StoreLookup(fixtures.url("nodate.json"))).decision == .promptShown)
+        try harness.expectReplayAgrees()
+    }
+
     @Test("every failure is recorded with its reason, and nothing else changes",
           arguments: [("status/404", "HTTP 404"), ("status/500", "HTTP 500"), ("hang", "timed out"),
                       ("empty.json", "resultCount 0"), ("bad.json", "not JSON"), ("noversion.json", "no \"version\""),
-                      ("array.json", "not an object"), ("numeric.json", "not a string"), ("endless", "larger than")])
+                      ("array.json", "not an object"), ("numeric.json", "not a string"), ("endless", "larger than"),
+                      ("baddate.json", "\"currentVersionReleaseDate\" is not an RFC 3339 time: \"yesterday\"")])
     func failures(_ path: String, _ reason: String) throws {
         let fixtures = try Fixtures()
         let harness = try PromptHarness()

@@ -15,11 +15,15 @@ final class PromptHarness {
         UpdatePrompter(store: store, installedVersion: AppVersion(installed)!, policy: policy)
     }
 
-    /// A check whose lookup found `storeVersion`.
+    /// A release date long before the store's clock starts (2025-11-30): old enough to prompt.
+    static let longAgo = "2025-01-01T00:00:00Z"
+
+    /// A check whose lookup found `storeVersion`, released on `releaseDate`.
     @discardableResult
     func check(_ installed: String, store storeVersion: String, _ policy: PromptPolicy = PromptPolicy(),
-               minimumOS: String? = nil) throws -> PromptDecision? {
-        let release = StoreRelease(version: AppVersion(storeVersion)!, releaseNotes: "Fixes.", minimumOSVersion: minimumOS.flatMap(AppVersion.init))
+               minimumOS: String? = nil, releaseDate: String? = longAgo) throws -> PromptDecision? {
+        let release = StoreRelease(version: AppVersion(storeVersion)!, releaseNotes: "Fixes.", minimumOSVersion: minimumOS.flatMap(AppVersion.init),
+                                   releaseDate: releaseDate)
         return try prompter(installed, policy).check(.success(release), source: "test").decision
     }
 
@@ -87,7 +91,7 @@ struct UpdateDecisionTests {
 
     @Test func theForcedPromptComesBackAfterUpdateAndTakesNoOtherAnswer() throws {
         let harness = try PromptHarness()
-        let forced = PromptPolicy(forced: true, maxDeclines: 1)
+        let forced = PromptPolicy(rules: .forced, maxDeclines: 1)
         #expect(try harness.check("1.0", store: "1.1", forced) == .forcedPromptShown)
         let tapped = try harness.prompter("1.0", forced).answer(.update)
         #expect(tapped.event.type == "updateTapped")
@@ -138,7 +142,7 @@ struct UpdateDecisionTests {
         harness.temporary.clock.advance(microseconds: 86_400_000_000)
         #expect(try harness.check("1.0", store: "1.1", policy) == .promptShown)
         // A forced prompt does not wait.
-        #expect(try harness.check("1.0", store: "1.1", PromptPolicy(forced: true, promptIntervalDays: 2)) == .forcedPromptShown)
+        #expect(try harness.check("1.0", store: "1.1", PromptPolicy(rules: .forced, promptIntervalDays: 2)) == .forcedPromptShown)
         try harness.expectReplayAgrees()
     }
 
@@ -165,7 +169,7 @@ struct UpdateDecisionTests {
         try harness.prompter("1.0").answer(.later)
         // A faulty build recorded a prompt past the cap.
         let faulty = try harness.store.append(Event(stream: UpdateRules.stream, type: "promptDecided", origin: .updateCheck,
-                                                     payload: PromptPolicy(maxDeclines: 1).payload,
+                                                     payload: PromptPolicy(maxDeclines: 1, releaseAgeDays: 0).payload,
                                                      writes: [Write(UpdateRules.path("lastDecision"), old: "declined", new: "promptShown")]))
         let report = try harness.store.replay(through: RulesProjection(UpdateRules.self), verify: true)
         #expect(report.divergence?.seq == faulty.seq)
