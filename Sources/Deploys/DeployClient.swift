@@ -98,8 +98,10 @@ public final class DeployClient {
     /// A source that cannot be reached or answers badly, and a manifest the client refuses
     /// (another runtime version, an unsafe id or asset key, an asset without a hash), are
     /// recorded as `checkFailed`, not thrown; an update already working, already in holding,
-    /// rolled back before, or created before the working one is recorded as `noNewDeploy`. A `rollBackToEmbedded` directive
-    /// rolls back at once.
+    /// rolled back before, created before the working one, or refused by the stored manifest
+    /// filters is recorded as `noNewDeploy`. A `rollBackToEmbedded` directive rolls back at
+    /// once, unless it was made before the working update. Server-defined headers and manifest
+    /// filters a response carries are recorded (`responseHeadersStored`) and used from then on.
     /// - Throws: `DeployError.filesystem` when the app directory's links or pending install
     ///   cannot be read (or, on a rollback, changed); `EventStoreError` or `LMDBError` when an
     ///   event cannot be recorded (`.readOnly` on a read-only store); the errors of `recover()`.
