@@ -90,7 +90,12 @@ final class InterruptionNotice: @unchecked Sendable {
         kept.withLock { $0 = text }
     }
 
+    /// Restores the signal handling there was, and lets go of the log at once: the handler
+    /// may outlive this call (Dispatch cancels its sources later), and must not keep the log
+    /// open meanwhile (`compact --in-place` in the same process would take it for open).
     func remove() {
         signals?.stop()
+        signals = nil
+        store.withLock { $0 = nil }
     }
 }
