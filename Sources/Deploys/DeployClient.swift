@@ -215,6 +215,11 @@ public final class DeployClient {
     /// verifying every asset's SHA-256 as it streams to disk. Returns the update id, or `nil`
     /// when there was nothing to download or the download failed (recorded).
     ///
+    /// An asset a complete update on disk already holds (the same SHA-256 and content type) is
+    /// hard-linked from there, or copied where the link is refused, and hashed again; one that
+    /// does not check out is fetched. The files of other updates are only read. `downloaded`
+    /// counts the assets and bytes reused and fetched.
+    ///
     /// A failed download (`DeployError` of any kind) is recorded as `downloadFailed`, or
     /// `integrityFailed` for a hash that differs, and the files and directories this call
     /// created are removed; it is not thrown. A complete copy already on disk is used as it
