@@ -285,7 +285,7 @@ public final class DeployClient {
 
     /// What one download took from updates already on disk and what it fetched, as the
     /// `downloaded` event records it (a complete copy already on disk: all zero).
-    struct DownloadTally: Equatable {
+    struct DownloadTally {
         var reusedAssets = 0, reusedBytes: Int64 = 0, downloadedAssets = 0, downloadedBytes: Int64 = 0
 
         func payload(updateId: String) -> StateObject {
@@ -384,15 +384,17 @@ public final class DeployClient {
         var tally = DownloadTally()
         var reported: Int64 = 0
         var total: Int64 = 0
+        /// Counts `bytes` more of the update, refusing it past the client's limit.
+        func count(_ bytes: Int64) throws(DeployError) {
+            total += bytes
+            guard total <= maxUpdateBytes else { throw .refused("update \(manifest.id) holds more than \(maxUpdateBytes) bytes (the client's limit)") }
+        }
         for (index, asset) in assets.enumerated() {
             let file = partial + "/" + asset.key
             try makeParents(of: asset.key, in: partial, created: created)
             if let identity = AssetIdentity(asset), let candidates = held[identity],
                let bytes = try reuse(asset, hash: identity.hash, from: candidates, at: file, created: created) {
-                total += bytes
-                guard total <= maxUpdateBytes else {
-                    throw DeployError.refused("update \(manifest.id) holds more than \(maxUpdateBytes) bytes (the client's limit)")
-                }
+                try count(bytes)
                 tally.reusedAssets += 1
                 tally.reusedBytes += bytes
                 continue
@@ -406,13 +408,10 @@ public final class DeployClient {
             try source.download(asset, headers: headers[asset.key] ?? [:], target: target, fetch: fetch,
                                 expectedLength: { expected = $0 }) { chunk in
                 received += chunk.count
-                total += Int64(chunk.count)
                 if let expected, received > expected {
                     throw DeployError.transport("asset \(asset.key) sent more than the \(expected) bytes its answer announced")
                 }
-                guard total <= self.maxUpdateBytes else {
-                    throw DeployError.refused("update \(manifest.id) holds more than \(self.maxUpdateBytes) bytes (the client's limit)")
-                }
+                try count(Int64(chunk.count))
                 hasher.update(chunk)
                 try Files.writeAll(chunk, to: fd, path: file)
                 // Progress: assets done, plus this one's share when its length is known.
