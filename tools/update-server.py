@@ -13,7 +13,7 @@ Layout of --dir (read again on every request):
     server-defined-headers   optional; one line, sent as expo-server-defined-headers (an SFV dictionary)
     manifest-filters         optional; one line, sent as expo-manifest-filters (an SFV dictionary)
 
-Usage: update-server.py --dir DIR [--host 127.0.0.1] [--port 0] [--rate BYTES_PER_SEC] [--request-log FILE] [--verbose]
+Usage: update-server.py --dir DIR [--host 127.0.0.1] [--port 0] [--rate BYTES_PER_SEC] [--request-log FILE] [--asset-log FILE] [--verbose]
 
 See docs/expo-updates-v1-summary.md for the protocol and the choices made where it is silent.
 """
@@ -301,6 +301,9 @@ class Handler(BaseHTTPRequestHandler):
     # -- GET /assets/KEY --------------------------------------------------------------------------
 
     def asset(self, key):
+        if self.server.asset_log:
+            with self.server.log_lock, open(self.server.asset_log, "a", encoding="utf-8") as log:
+                log.write(json.dumps(key) + "\n")
         # `key` is the raw request path after /assets/, not percent-decoded: anything but the 43
         # base64url characters of a SHA-256, then maybe "." and a short lowercase extension
         # (a "/", "..", "%2F", a NUL) is refused here.
@@ -360,6 +363,7 @@ def main():
     parser.add_argument("--port", type=int, default=0, help="0 binds a free port")
     parser.add_argument("--rate", type=int, default=0, help="throttle asset bodies to this many bytes a second")
     parser.add_argument("--request-log", help="append each manifest request's headers to this file, one JSON object a line")
+    parser.add_argument("--asset-log", help="append the key of each asset request to this file, one JSON string a line")
     parser.add_argument("--verbose", action="store_true", help="log each request on stderr")
     parser.add_argument("--exit-with-parent", action="store_true", help="stop when the process that started it ends (for tests)")
     args = parser.parse_args()
@@ -375,6 +379,7 @@ def main():
     server.rate = args.rate
     server.verbose = args.verbose
     server.request_log = args.request_log
+    server.asset_log = args.asset_log
     server.log_lock = threading.Lock()
     host, port = server.server_address[:2]
     shown = "[%s]" % host if ":" in host else host

@@ -68,7 +68,7 @@ let typedObjectScenarios = ["objects.typed.create", "objects.typed.update", "obj
 /// The scenarios that start nats-server.
 let fleetScenarios = ["fleet.ship", "fleet.pull", "fleet.bisect"]
 /// The scenarios that run the release `eventlog` binary.
-let binaryScenarios = ["import.jsonl", "deploy.download", "follow.latency"]
+let binaryScenarios = ["import.jsonl", "deploy.download", "deploy.download.second", "follow.latency"]
 let allScenarios = ["append.durable.single"] + batchRuns.map(\.name) + ["append.concurrent"] + objectScenarios + typedObjectScenarios
     + readSteps.flatMap(\.1) + ["retention.compact"] + binaryScenarios + fleetScenarios
 let filter = only
@@ -133,7 +133,9 @@ do {
     try step("retention.compact") { [try Scenarios.retentionCompact(events: sizes.logEvents, keep: sizes.retentionKeep)] }
     if let eventlogBinary {
         try step("import.jsonl") { [try Scenarios.importJSONLines(events: sizes.importEvents, binary: eventlogBinary)] }
-        try step("deploy.download") { [try Scenarios.deployDownload(megabytes: sizes.deployMegabytes, files: sizes.deployFiles, binary: eventlogBinary)] }
+        try step("deploy.download", reporting: ["deploy.download", "deploy.download.second"]) {
+            try Scenarios.deployDownload(megabytes: sizes.deployMegabytes, files: sizes.deployFiles, binary: eventlogBinary)
+        }
         try step("follow.latency") { [try Scenarios.followLatency(events: sizes.followEvents, binary: eventlogBinary)] }
     }
     try step("fleet", reporting: fleetScenarios) {

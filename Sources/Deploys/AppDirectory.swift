@@ -195,6 +195,24 @@ enum Files {
         try Files.syncDirectory((target as NSString).deletingLastPathComponent)
     }
 
+    /// Writes all of `chunk` to descriptor `fd` (of file `path`), resuming after a signal.
+    static func writeAll(_ chunk: Data, to fd: Int32, path: String) throws(DeployError) {
+        // The errno of a failed write, or 0.
+        let failure = chunk.withUnsafeBytes { bytes -> Int32 in
+            var offset = 0
+            while offset < bytes.count {
+                let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                offset += written
+            }
+            return 0
+        }
+        guard failure == 0 else { throw .filesystem("cannot write \(path): \(String(cString: strerror(failure)))") }
+    }
+
     /// Flushes a directory's entries, so that a rename in it survives a power cut.
     static func syncDirectory(_ directory: String) throws(DeployError) {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -352,6 +370,12 @@ final class CreatedPaths {
         guard fd >= 0 else { throw .filesystem("cannot create \(path): \(String(cString: strerror(errno)))") }
         paths.append((path, false))
         return fd
+    }
+
+    /// Removes file `path`, which this call created, and forgets it.
+    func remove(file path: String) throws(DeployError) {
+        guard unlink(path) == 0 || errno == ENOENT else { throw .filesystem("cannot remove \(path): \(String(cString: strerror(errno)))") }
+        paths.removeAll { $0.path == path && !$0.isDirectory }
     }
 
     /// Removes everything recorded, newest first.

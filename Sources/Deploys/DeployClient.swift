@@ -60,6 +60,9 @@ public final class DeployClient {
         case recordedWillUpdate, wrotePending, switchedWorking, removedHolding, recordedDidUpdate
     }
     package var installStepHook: (InstallStep) -> Void = { _ in }
+    /// `link(2)`, through which a download links the assets it reuses (tests make it fail,
+    /// as another file system or a refusing one would, to prove the copy that follows).
+    package var hardLink: (_ existing: String, _ new: String) -> Int32 = { link($0, $1) }
 
     /// The manifest the last check found, for `download`.
     private var checked: (manifest: UpdateManifest, assetHeaders: [String: [String: String]])?
@@ -212,6 +215,11 @@ public final class DeployClient {
     /// verifying every asset's SHA-256 as it streams to disk. Returns the update id, or `nil`
     /// when there was nothing to download or the download failed (recorded).
     ///
+    /// An asset a complete update on disk already holds (the same SHA-256 and content type) is
+    /// hard-linked from there, or copied where the link is refused, and hashed again; one that
+    /// does not check out is fetched. The files of other updates are only read. `downloaded`
+    /// counts the assets and bytes reused and fetched.
+    ///
     /// A failed download (`DeployError` of any kind) is recorded as `downloadFailed`, or
     /// `integrityFailed` for a hash that differs, and the files and directories this call
     /// created are removed; it is not thrown. A complete copy already on disk is used as it
@@ -225,6 +233,7 @@ public final class DeployClient {
         checked = nil
         // What this call creates, and takes back if it fails: nothing else is ever removed.
         let created = CreatedPaths()
+        var tally = DownloadTally()
         do {
             let complete = directory.updatePath(manifest.id)
             if directory.hasUpdate(manifest.id) {
@@ -243,7 +252,7 @@ public final class DeployClient {
             } else {
                 let partial = directory.newPartialPath(manifest.id)
                 try created.makeDirectory(partial)
-                try downloadAssets(of: manifest, headers: assetHeaders, into: partial, created: created)
+                tally = try downloadAssets(of: manifest, headers: assetHeaders, into: partial, created: created)
                 guard rename(partial, complete) == 0 else { throw DeployError.filesystem("cannot move \(partial) into place: \(String(cString: strerror(errno)))") }
                 // The manifest last: its presence marks the update complete.
                 try Files.writeAtomically(Data(manifest.json.json().utf8), to: directory.manifestPath(manifest.id))
@@ -264,7 +273,7 @@ public final class DeployClient {
         }
         // Recorded before holding names it: a call that dies between leaves the log saying
         // so, and the next `recover()` points holding.
-        try record(.downloaded, ["updateId": .string(manifest.id)])
+        try record(.downloaded, tally.payload(updateId: manifest.id))
         try directory.point(AppDirectory.holding, at: manifest.id)
         return manifest.id
     }
@@ -274,15 +283,122 @@ public final class DeployClient {
         manifest.allAssets.allSatisfy { asset in asset.hash != nil && Files.sha256(of: directory + "/" + asset.key) == asset.hash }
     }
 
+    /// What one download took from updates already on disk and what it fetched, as the
+    /// `downloaded` event records it (a complete copy already on disk: all zero).
+    struct DownloadTally {
+        var reusedAssets = 0, reusedBytes: Int64 = 0, downloadedAssets = 0, downloadedBytes: Int64 = 0
+
+        func payload(updateId: String) -> StateObject {
+            ["updateId": .string(updateId), "reusedAssets": .int(Int64(reusedAssets)), "reusedBytes": .int(reusedBytes),
+             "downloadedAssets": .int(Int64(downloadedAssets)), "downloadedBytes": .int(downloadedBytes)]
+        }
+    }
+
+    /// An asset as reuse matches it: its SHA-256 and what its content type means, so that the
+    /// same bytes under another type are another asset, fetched and checked as such.
+    private struct AssetIdentity: Hashable {
+        let hash: String, type: String
+        init?(_ asset: UpdateManifest.Asset) {
+            guard let hash = asset.hash else { return nil }
+            self.hash = hash
+            type = MediaType(asset.contentType).meaning
+        }
+    }
+
+    /// The files of the complete updates on disk but `id` (working's, holding's and every other
+    /// one under `updates/` with its manifest), by what their manifests say they are. Nothing
+    /// here is trusted: a file is hashed again where it is linked or copied.
+    private func heldAssets(except id: String) -> [AssetIdentity: [String]] {
+        var held: [AssetIdentity: [String]] = [:]
+        let names = ((try? Files.names(in: directory.updatesPath)) ?? []).compactMap { String(validating: $0, as: UTF8.self) }.sorted()
+        for kept in names where kept != id && AppDirectory.isSafeUpdateID(kept) && directory.hasUpdate(kept) {
+            guard let manifest = try? directory.manifest(of: kept) else { continue }
+            for asset in manifest.allAssets where AppDirectory.isSafeKey(asset.key) {
+                guard let identity = AssetIdentity(asset) else { continue }
+                held[identity, default: []].append(directory.updatePath(kept) + "/" + asset.key)
+            }
+        }
+        return held
+    }
+
+    /// Puts a held copy of `asset` at `file`, a path new to this call: a hard link to the first
+    /// of `candidates` whose bytes hash as the manifest says, or, where the file system refuses
+    /// the link (another device, no permission), a copy hashed as it is written. A file that
+    /// does not check out is taken back and the next candidate tried; the held files are only
+    /// read. Returns the bytes reused, or `nil` when none checks out (the asset is fetched).
+    private func reuse(_ asset: UpdateManifest.Asset, hash: String, from candidates: [String], at file: String,
+                       created: CreatedPaths) throws(DeployError) -> Int64? {
+        for held in candidates {
+            if hardLink(held, file) == 0 {
+                // The inode now in the new update is the one hashed: a symbolic link, a FIFO
+                // or damaged bytes fail here.
+                var info = stat()
+                if Files.sha256(of: file) == hash, lstat(file, &info) == 0 {
+                    created.record(file: file)
+                    return Int64(info.st_size)
+                }
+                unlink(file)
+            } else if let copied = try copy(held, to: file, created: created) {
+                if copied.hash == hash { return copied.bytes }
+                try created.remove(file: file)
+            }
+        }
+        return nil
+    }
+
+    /// Copies regular file `source` to new file `file`, hashing the bytes as they pass; `nil`
+    /// when `source` cannot be read as a regular file (then `file` is not made).
+    private func copy(_ source: String, to file: String, created: CreatedPaths) throws(DeployError) -> (hash: String, bytes: Int64)? {
+        let input = open(source, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard input >= 0 else { return nil }
+        let reader = FileHandle(fileDescriptor: input, closeOnDealloc: true)
+        var info = stat()
+        guard fstat(input, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        let fd = try created.createFile(file)
+        defer { close(fd) }
+        var hasher = SHA256()
+        var bytes: Int64 = 0
+        while true {
+            let chunk: Data?
+            do { chunk = try reader.read(upToCount: 1 << 20) } catch {
+                try created.remove(file: file)
+                return nil
+            }
+            guard let chunk, !chunk.isEmpty else { break }
+            hasher.update(chunk)
+            try Files.writeAll(chunk, to: fd, path: file)
+            bytes += Int64(chunk.count)
+        }
+        guard fsync(fd) == 0 else { throw .filesystem("cannot flush \(file): \(String(cString: strerror(errno)))") }
+        return (hasher.finalizeBase64URL(), bytes)
+    }
+
+    /// Fills `partial` with every asset of `manifest`: an asset a complete update on disk
+    /// already holds (same SHA-256, same content type) is linked or copied from there, checked
+    /// again; the others are fetched from the source, hashed as they stream.
     private func downloadAssets(of manifest: UpdateManifest, headers: [String: [String: String]], into partial: String,
-                                created: CreatedPaths) throws {
+                                created: CreatedPaths) throws -> DownloadTally {
         let assets = manifest.allAssets
+        let held = heldAssets(except: manifest.id)
         let fetch = startFetching()
+        var tally = DownloadTally()
         var reported: Int64 = 0
         var total: Int64 = 0
+        /// Counts `bytes` more of the update, refusing it past the client's limit.
+        func count(_ bytes: Int64) throws(DeployError) {
+            total += bytes
+            guard total <= maxUpdateBytes else { throw .refused("update \(manifest.id) holds more than \(maxUpdateBytes) bytes (the client's limit)") }
+        }
         for (index, asset) in assets.enumerated() {
             let file = partial + "/" + asset.key
             try makeParents(of: asset.key, in: partial, created: created)
+            if let identity = AssetIdentity(asset), let candidates = held[identity],
+               let bytes = try reuse(asset, hash: identity.hash, from: candidates, at: file, created: created) {
+                try count(bytes)
+                tally.reusedAssets += 1
+                tally.reusedBytes += bytes
+                continue
+            }
             let fd = try created.createFile(file)
             var closed = false
             defer { if !closed { close(fd) } }
@@ -292,25 +408,12 @@ public final class DeployClient {
             try source.download(asset, headers: headers[asset.key] ?? [:], target: target, fetch: fetch,
                                 expectedLength: { expected = $0 }) { chunk in
                 received += chunk.count
-                total += Int64(chunk.count)
                 if let expected, received > expected {
                     throw DeployError.transport("asset \(asset.key) sent more than the \(expected) bytes its answer announced")
                 }
-                guard total <= self.maxUpdateBytes else {
-                    throw DeployError.refused("update \(manifest.id) holds more than \(self.maxUpdateBytes) bytes (the client's limit)")
-                }
+                try count(Int64(chunk.count))
                 hasher.update(chunk)
-                try chunk.withUnsafeBytes { bytes in
-                    var offset = 0
-                    while offset < bytes.count {
-                        let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                        if written < 0 {
-                            if errno == EINTR { continue }
-                            throw DeployError.filesystem("cannot write \(file): \(String(cString: strerror(errno)))")
-                        }
-                        offset += written
-                    }
-                }
+                try Files.writeAll(chunk, to: fd, path: file)
                 // Progress: assets done, plus this one's share when its length is known.
                 let share = expected.map { $0 > 0 ? min(1, Double(received) / Double($0)) : 1 } ?? 0
                 let percent = Int64((Double(index) + share) / Double(assets.count) * 100)
@@ -327,7 +430,10 @@ public final class DeployClient {
             }
             let actual = hasher.finalizeBase64URL()
             if let hash = asset.hash, hash != actual { throw DeployError.integrity(key: asset.key, expected: hash, actual: actual) }
+            tally.downloadedAssets += 1
+            tally.downloadedBytes += Int64(received)
         }
+        return tally
     }
 
     /// Creates the directories on the way to `key` inside `root`, refusing to cross anything

@@ -22,7 +22,12 @@ public enum DeployRules: EventRules {
         case responseHeadersStored
         /// At most one per 5% of a download (`DeployClient.progressStep`).
         case downloadProgress
-        case downloaded, downloadFailed, integrityFailed
+        /// The update is complete on disk and goes into holding; since asset reuse, the payload
+        /// also counts the assets and bytes linked from updates on disk (`reusedAssets`,
+        /// `reusedBytes`) and fetched (`downloadedAssets`, `downloadedBytes`); older payloads
+        /// without them replay as they did.
+        case downloaded
+        case downloadFailed, integrityFailed
         case willUpdateWorkingDirectory, didUpdateWorkingDirectory, failedToUpdateWorkingDirectory
         /// A start found an install cut short by a crash and finished it or undid it (`result`).
         case installRecovered
@@ -85,6 +90,9 @@ public enum DeployRules: EventRules {
             changes["progress"] = .int(percent)
         case .downloaded:
             guard let update else { return .failure(RuleError("downloaded needs an updateId")) }
+            for key in ["reusedAssets", "reusedBytes", "downloadedAssets", "downloadedBytes"] {
+                if let field = fields[key], (field.intValue ?? -1) < 0 { return .failure(RuleError("downloaded's \(key) is a count, not \(field)")) }
+            }
             changes["phase"] = phaseValue(.downloaded)
             changes["holdingUpdate"] = update
             changes["progress"] = .int(100)

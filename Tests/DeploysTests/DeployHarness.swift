@@ -3,6 +3,7 @@ import EventLog
 import EventLogTesting
 import Foundation
 import LoopbackServer
+import Testing
 
 /// A log, an app directory, a server directory and (when asked) the update server on loopback.
 final class DeployHarness {
@@ -24,7 +25,8 @@ final class DeployHarness {
 
     func startServer(rate: Int? = nil) throws {
         server = try LoopbackServer(script: LoopbackServer.toolsDirectory.appendingPathComponent("update-server.py"),
-                                    arguments: ["--dir", serverDirectory, "--exit-with-parent", "--request-log", root.file("requests.jsonl")]
+                                    arguments: ["--dir", serverDirectory, "--exit-with-parent", "--request-log", root.file("requests.jsonl"),
+                                                "--asset-log", root.file("assets.jsonl")]
                                         + (rate.map { ["--rate", String($0)] } ?? []))
     }
 
@@ -61,6 +63,12 @@ final class DeployHarness {
     func manifestRequests() throws -> [StateValue] {
         let text = (try? String(contentsOfFile: root.file("requests.jsonl"), encoding: .utf8)) ?? ""
         return try text.split(separator: "\n").map { try StateValue(json: String($0)) }
+    }
+
+    /// The key (`HASH.EXT`, as after `/assets/`) of every asset request the server got, in order.
+    func assetRequests() throws -> [String] {
+        let text = (try? String(contentsOfFile: root.file("assets.jsonl"), encoding: .utf8)) ?? ""
+        return try text.split(separator: "\n").map { try #require(try StateValue(json: String($0)).stringValue) }
     }
 
     /// Writes one of the server directory's one-line files (`current`, `manifest-filters`, …),

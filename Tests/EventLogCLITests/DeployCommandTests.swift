@@ -189,6 +189,57 @@ struct DeployCommandTests {
         #expect(eventlog(["verify", "--db", db]).code == 0)
     }
 
+    /// SIGKILL at random moments of a download that reuses the held update's assets: the next
+    /// download completes, the held update's files are as they were, and replay verifies.
+    @Test func aDownloadReusingAssetsKilledAtRandomMomentsRecovers() throws {
+        let server = dir.file("reuse-server")
+        var contents: [String: [String: Data]] = [:]
+        for version in ["v1", "v2"] {
+            let bundle = dir.file("reuse-\(version)")
+            try FileManager.default.createDirectory(atPath: bundle + "/js", withIntermediateDirectories: true)
+            var files = ["index.html": Data("<h1>\(version)</h1>".utf8)]
+            for index in 0..<20 { files["js/part-\(index).js"] = Data(repeating: UInt8(index), count: 200_000) }
+            if version == "v2" { files["js/part-0.js"] = Data(repeating: 0xFF, count: 200_000) }
+            for (key, data) in files { try data.write(to: URL(fileURLWithPath: bundle + "/" + key)) }
+            contents[version] = files
+            #expect(eventlog(["deploy", "publish", bundle, "--server-dir", server, "--runtime-version", "1.0", "--id", version]).code == 0)
+        }
+        let current = server + "/updates/1.0/current"
+        var longest = 0.0, killed = 0
+        for round in 0..<12 {
+            let db = dir.file("reuse-\(round).lmdb"), app = dir.file("reuse-\(round)-app")
+            let arguments = ["--db", db, "--server", server, "--app-dir", app, "--runtime-version", "1.0", "--json"]
+            try Data("v1\n".utf8).write(to: URL(fileURLWithPath: current))
+            #expect(eventlog(["deploy", "deliver"] + arguments).code == 0 && eventlog(["deploy", "confirm"] + arguments).code == 0)
+            try Data("v2\n".utf8).write(to: URL(fileURLWithPath: current))
+            // The first round runs to the end, to learn how long the download takes.
+            let process = try spawnEventlog(["deploy", "download"] + arguments)
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            let started = Date()
+            try process.run()
+            if round > 0 {
+                usleep(UInt32.random(in: 0...UInt32(longest * 1_000_000)))
+                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            }
+            process.waitUntilExit()
+            if round == 0 { longest = Date().timeIntervalSince(started) }
+            if process.terminationReason == .uncaughtSignal { killed += 1 }
+            let next = eventlog(["deploy", "download"] + arguments)
+            #expect(next.code == 0, "round \(round): \(next.err)")
+            let status = try StateValue(json: eventlog(["deploy", "status"] + arguments).out)
+            #expect(status["appDirectory.holding"] == "v2" && status["deploy.holdingUpdate"] == "v2", "round \(round): \(status)")
+            for version in ["v1", "v2"] {
+                for (key, data) in contents[version]! {
+                    let held = FileManager.default.contents(atPath: app + "/updates/\(version)/" + key)
+                    #expect(held == data, "round \(round): updates/\(version)/\(key)")
+                }
+            }
+            #expect(eventlog(["replay", "--verify", "--db", db]).code == 0, "round \(round)")
+        }
+        #expect(killed > 0, "no download was killed before it ended")
+    }
+
     /// SIGKILL at random moments of a rollback (a launch that finds v2 unconfirmed) and of a
     /// confirmation, with the built binary: after each kill the next command completes, the
     /// log and the app directory agree, and a rolled-back update is never installed again.
