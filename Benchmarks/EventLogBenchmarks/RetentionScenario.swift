@@ -32,4 +32,41 @@ extension Scenarios {
             note: "ops/s are events dropped (compact) and events kept (copy) per second; the file keeps its size until the copy",
             comparesThroughput: false)
     }
+
+    /// `retention.flat`: `events` appended in durable commits of 1,000 under keep-last `keep`
+    /// (its steps run after the commits that take the log past the slack), against the same
+    /// appends without a policy; the data file's size after a quarter, half and all of them,
+    /// and each commit's latency (the step included, which is what an append waits for).
+    static func retentionFlat(events: Int, keep: Int) throws -> ScenarioReport {
+        let batch = 1_000
+        let checkpoints = [events / 4, events / 2, events]
+        func run(_ policy: RetentionPolicy?) throws -> Measurement {
+            let scratch = Scratch()
+            var options = EventStore.Options()
+            options.retention = policy
+            let store = try EventStore(path: scratch.file("log.lmdb"), options: options)
+            var workload = Workload()
+            var latencies: [Double] = []
+            var sizes: [(String, Double)] = []
+            var seconds = 0.0
+            for done in stride(from: batch, through: events, by: batch) {
+                let events = workload.next(batch)
+                let taken = try time { try store.append(contentsOf: events) }
+                seconds += taken
+                latencies.append(taken * 1e6)
+                if checkpoints.contains(done) { sizes.append(("MB at \(done / 1_000)k", Double(fileSize(store.environment.path)) / 1_048_576)) }
+            }
+            let held = try store.lastSeq() - (store.base()?.seq ?? 0)
+            guard try store.lastSeq() == UInt64(events), policy == nil ? held == UInt64(events) : held >= UInt64(keep) && held <= UInt64(keep + Swift.max(keep / 100, 100)),
+                  try store.verify().isOK, store.retentionError == nil else {
+                throw BenchmarkError(description: "retention.flat: \(held) events held of \(events) under \(policy.map(String.init(describing:)) ?? "no policy")")
+            }
+            return Measurement(subject: policy.map { "\($0)" } ?? "no policy", operations: events, seconds: seconds, latencies: latencies, extra: sizes)
+        }
+        let measurements = [try run(.keepLast(UInt64(keep))), try run(nil)]
+        return ScenarioReport(
+            name: "retention.flat", summary: "append \(events) events in durable commits of \(batch) under keep-last \(keep), and without a policy",
+            measurements: measurements,
+            note: "latencies are per commit of \(batch) events, a retention step included; the file's size after each quarter of the appends")
+    }
 }

@@ -70,7 +70,7 @@ let fleetScenarios = ["fleet.ship", "fleet.pull", "fleet.bisect"]
 /// The scenarios that run the release `eventlog` binary.
 let binaryScenarios = ["import.jsonl", "deploy.download", "deploy.download.second", "follow.latency"]
 let allScenarios = ["append.durable.single"] + batchRuns.map(\.name) + ["append.concurrent"] + objectScenarios + typedObjectScenarios
-    + readSteps.flatMap(\.1) + ["retention.compact"] + binaryScenarios + fleetScenarios
+    + readSteps.flatMap(\.1) + ["retention.compact", "retention.flat"] + binaryScenarios + fleetScenarios
 let filter = only
 func wanted(_ name: String) -> Bool { filter.map { name.contains($0) } ?? true }
 if let filter, !allScenarios.contains(where: wanted) {
@@ -131,6 +131,7 @@ do {
         }
     }
     try step("retention.compact") { [try Scenarios.retentionCompact(events: sizes.logEvents, keep: sizes.retentionKeep)] }
+    try step("retention.flat") { [try Scenarios.retentionFlat(events: sizes.flatEvents, keep: sizes.flatKeep)] }
     if let eventlogBinary {
         try step("import.jsonl") { [try Scenarios.importJSONLines(events: sizes.importEvents, binary: eventlogBinary)] }
         try step("deploy.download", reporting: ["deploy.download", "deploy.download.second"]) {

@@ -45,6 +45,28 @@ package struct SHA256Hasher {
         pending += bytes[offset...]
     }
 
+    /// The hasher's state between two updates, to carry a digest on later (a retention policy
+    /// hashes what each of its steps drops into one digest): the eight words, the length hashed
+    /// and the bytes of the block not yet full; ``init(resuming:)`` reads it back.
+    package var saved: [UInt8] {
+        var bytes = withUnsafeBytes(of: state) { raw in
+            raw.bindMemory(to: UInt32.self).flatMap { word in withUnsafeBytes(of: word.bigEndian) { Array($0) } }
+        }
+        withUnsafeBytes(of: length.bigEndian) { bytes += $0 }
+        return bytes + pending
+    }
+
+    /// A hasher that goes on from `saved`; `nil` when it is not a saved state.
+    package init?(resuming saved: UnsafeRawBufferPointer) {
+        guard saved.count >= 40 else { return nil }
+        let words = (0..<8).map { UInt32(bigEndian: saved.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self)) }
+        length = UInt64(bigEndian: saved.loadUnaligned(fromByteOffset: 32, as: UInt64.self))
+        guard saved.count - 40 == Int(length % 64) else { return nil }
+        state = (words[0], words[1], words[2], words[3], words[4], words[5], words[6], words[7])
+        pending = Array(saved[40...])
+        pending.reserveCapacity(64)
+    }
+
     /// The 32 bytes of the digest.
     package consuming func finalize() -> [UInt8] {
         let bits = length &* 8

@@ -204,7 +204,7 @@ extension EventStore {
 
     /// Calls `body` with the seq and stored bytes of each record after `start` through `end`,
     /// in order, checking that the seqs are dense; `body` returns `false` to stop.
-    private func forEachStoredRecord(after start: UInt64, through end: UInt64, in txn: borrowing Transaction,
+    func forEachStoredRecord(after start: UInt64, through end: UInt64, in txn: borrowing Transaction,
                                      _ body: (_ seq: UInt64, _ bytes: UnsafeRawBufferPointer) throws -> Bool) throws {
         // The log is dense from its first event: every seq up to the number of events recorded
         // after the base must be found. A start before the base starts at it.

@@ -37,9 +37,14 @@ public final class EventStore: @unchecked Sendable {
         public var keyframePolicy = KeyframePolicy()
         /// Where event times come from.
         public var clock: EventClock = .system
+        /// A retention policy to store in the log's meta when a writer opens it (replacing the
+        /// one stored); `nil`, the default, leaves the meta's as it is (``EventStore/setRetention(_:)``
+        /// removes one). Writers apply the stored policy after their commits. A policy keeps at
+        /// least 1 event or 1 day; one of 0 traps.
+        public var retention: RetentionPolicy?
 
-        /// The defaults: read-write, `.full` durability, a 64 MiB initial map, `KeyframePolicy()`
-        /// and the system clock.
+        /// The defaults: read-write, `.full` durability, a 64 MiB initial map, `KeyframePolicy()`,
+        /// the system clock, and the retention policy the log has.
         public init() {}
     }
 
@@ -65,6 +70,8 @@ public final class EventStore: @unchecked Sendable {
     /// The seq of the base last read from the meta (0: none), for `window(in:)`.
     let knownBase = Atomic<UInt64>(0)
     let groupCommitter = GroupCommitter()
+    /// Why this store's last retention step failed; while set, it runs no more.
+    let retentionFailure = Locked<(any Error)?>(nil)
 
     private enum MetaKey {
         static let format = "format"
@@ -120,6 +127,9 @@ public final class EventStore: @unchecked Sendable {
                 if databases.allSatisfy({ $0 == nil }) { throw EventStoreError.notAnEventLog(path: path) }
                 let missing = zip(["meta", "events", "keyframes"], databases).filter { $0.1 == nil }.map(\.0)
                 throw EventStoreError.damaged("the log's database \(missing.joined(separator: " and ")) is missing")
+            }
+            if writable, let policy = options.retention {
+                try Self.putRetention(policy.validated(), meta: meta, in: txn)
             }
             if isNew {
                 let values = [Self.uncompactedFormatVersion, options.keyframePolicy.ratio, options.keyframePolicy.minimumEvents]
@@ -271,6 +281,11 @@ public final class EventStore: @unchecked Sendable {
     /// `body` may run more than once (when the map must grow), so it must not have side
     /// effects outside the batch.
     ///
+    /// When the log's ``retentionPolicy()`` is due after the commit (the log is past it by more
+    /// than its slack), one step of it runs on this thread before this returns: a write
+    /// transaction of its own dropping at most ``RetentionPolicy/stepEvents`` records. Its
+    /// failure is never this call's (the appends are committed): see ``retentionError``.
+    ///
     /// - Returns: What `body` returns.
     /// - Throws: ``EventStoreError/readOnly`` on a read-only store (`body` does not run);
     ///   whatever `body` throws, such as an append it lets through, with nothing committed;
@@ -281,6 +296,7 @@ public final class EventStore: @unchecked Sendable {
     public func transact<R>(_ body: (inout AppendBatch) throws -> R) throws -> R {
         guard !isReadOnly else { throw EventStoreError.readOnly }
         var result: R?
+        var due: RetentionPolicy?
         try tip.withLock { tip throws in
             var newTip = Tip.unknown
             result = try environment.write { txn in
@@ -290,7 +306,7 @@ public final class EventStore: @unchecked Sendable {
                 var start = Tip.unknown
                 swap(&start, &tip)
                 if try lastSeq(in: txn) != start.seq { start = try currentTip(in: txn) }
-                return try txn.withCursor(events) { eventsCursor in
+                let result = try txn.withCursor(events) { eventsCursor in
                     try txn.withCursor(keyframes) { keyframesCursor in
                         // Moved through a local: a variable captured by a closure cannot be consumed.
                         var batchTip = Tip.unknown
@@ -302,10 +318,14 @@ public final class EventStore: @unchecked Sendable {
                         return result
                     }
                 }
+                // A policy that cannot be read leaves the appends alone; verify reports it.
+                due = (try? retentionStepDue(in: txn)) ?? nil
+                return result
             }
             // On failure the tip stays unknown and the next use rebuilds it from a keyframe.
             tip = newTip
         }
+        if let due { applyRetention(due) }
         return result!
     }
 

@@ -12,7 +12,8 @@ public struct LogBase: Sendable, Hashable {
     public var checksum: UInt32
     /// The events dropped, by stream, over every compaction of the log.
     public var dropped: [String: UInt64]
-    /// Each compaction's dropped part, oldest first; together they cover 1 through `seq`.
+    /// Each compaction's dropped part, oldest first (the steps of a retention policy that
+    /// follow one another extend one range); together they cover 1 through `seq`.
     public var digests: [DroppedRange]
 
     /// A base after event `seq`, as ``EventStore/compact(before:)`` makes one.
@@ -27,7 +28,8 @@ public struct LogBase: Sendable, Hashable {
     public var firstSeq: UInt64 { seq + 1 }
 }
 
-/// The events one compaction dropped and the SHA-256 of their stored bytes, in seq order.
+/// The events one compaction (or a run of a retention policy's steps) dropped and the SHA-256
+/// of their stored bytes, in seq order.
 public struct DroppedRange: Sendable, Hashable {
     /// The seqs dropped.
     public var seqs: ClosedRange<UInt64>
@@ -245,26 +247,52 @@ extension EventStore {
     ///   changes when it throws.
     @discardableResult
     public func compact(before seq: UInt64) throws -> LogBase? {
+        try compact(before: seq, continuingDigest: false)
+    }
+
+    /// `compact(before:)`, and for a retention policy's step (`continuingDigest`) the dropped
+    /// records hashed on from the running digest the last step left, so that they extend the
+    /// last dropped range instead of adding one; a compaction by hand starts a range of its
+    /// own and removes the running digest.
+    func compact(before seq: UInt64, continuingDigest: Bool) throws -> LogBase? {
         guard !isReadOnly else { throw EventStoreError.readOnly }
         return try tip.withLock { tip throws in
-            // The tip's progress counts from a keyframe that may go: the next writer rebuilds it.
-            tip = .unknown
+            // The tip's progress counts from the newest keyframe: if that one goes, the next
+            // writer rebuilds the tip.
+            var keepsTip = false
+            defer { if !keepsTip { tip = .unknown } }
             return try environment.write { txn in
                 let old = try base(in: txn)
                 let last = try lastSeq(in: txn)
                 guard seq > 0, seq <= last else { throw EventStoreError.noSuchEvent(seq: seq, last: last) }
                 let oldSeq = old?.seq ?? 0
+                keepsTip = true
                 guard seq > oldSeq + 1 else { return old }
                 let cut = seq - 1
                 let state = try state(after: cut, in: txn)
                 try checkBase(state, againstEventAfter: cut, in: txn)
                 var base = old ?? LogBase(seq: 0, checksum: 0, dropped: [:], digests: [])
-                base.digests.append(DroppedRange(seqs: oldSeq + 1...cut, sha256: try dropRecords(through: cut, counting: &base.dropped, in: txn)))
+                var hasher = SHA256Hasher()
+                var first = oldSeq + 1
+                if continuingDigest, let bytes = try txn.get(meta, key: RunningDigest.key), let range = base.digests.last,
+                   case let running = try RunningDigest.decode(bytes), running.through == oldSeq, range.seqs.upperBound == oldSeq {
+                    hasher = running.hasher
+                    first = range.seqs.lowerBound
+                    base.digests.removeLast()
+                }
+                try dropRecords(through: cut, into: &hasher, counting: &base.dropped, in: txn)
+                if continuingDigest {
+                    try RunningDigest(through: cut, hasher: hasher).encoded.withUnsafeBytes { try txn.put(meta, key: RunningDigest.key, bytes: $0) }
+                } else {
+                    _ = try Array(RunningDigest.key.utf8).withUnsafeBytes { try txn.delete(meta, key: $0) }
+                }
+                base.digests.append(DroppedRange(seqs: first...cut, sha256: hasher.finalize()))
                 base.seq = cut
-                try txn.withCursor(keyframes) { cursor in
+                keepsTip = try txn.withCursor(keyframes) { cursor in
                     while let entry = try cursor.first(), let at = try? RecordCodec.seq(fromKey: entry.key), at <= cut {
                         try cursor.deleteCurrent()
                     }
+                    return try cursor.last() != nil
                 }
                 base.checksum = try putBase(base, state: state, in: txn).checksum
                 return base
@@ -285,10 +313,10 @@ extension EventStore {
         }
     }
 
-    /// Deletes the records through `cut`, checking each one's checksum and counting it by
-    /// stream; returns the SHA-256 of their stored bytes in seq order.
-    private func dropRecords(through cut: UInt64, counting dropped: inout [String: UInt64], in txn: borrowing Transaction) throws -> [UInt8] {
-        var hasher = SHA256Hasher()
+    /// Deletes the records through `cut`, checking each one's checksum, counting it by stream
+    /// and hashing its stored bytes into `hasher`, in seq order.
+    private func dropRecords(through cut: UInt64, into hasher: inout SHA256Hasher, counting dropped: inout [String: UInt64],
+                             in txn: borrowing Transaction) throws {
         try txn.withCursor(events) { cursor in
             var entry = try cursor.first()
             var expected = try baseSeq(in: txn) + 1
@@ -309,7 +337,6 @@ extension EventStore {
                 entry = try cursor.current()
             }
         }
-        return hasher.finalize()
     }
 
     /// Stores `state` as the base keyframe at `base.seq` and the base in the meta, with the
@@ -335,12 +362,7 @@ extension EventStore {
     public func firstEvent(recordedAtOrAfter time: Timestamp) throws -> UInt64? {
         var found: UInt64?
         try forEachStoredRecord(after: 0) { seq, bytes in
-            do throws(RecordDecodingError) {
-                var (reader, _) = try RecordCodec.verified(bytes, seq: seq)
-                if try reader.signed() >= time.microsecondsSince1970 { found = seq }
-            } catch {
-                throw EventStoreError.corruptRecord(seq: seq, reason: error.reason)
-            }
+            if try Self.recordedTime(bytes, seq: seq) >= time.microsecondsSince1970 { found = seq }
             return found == nil
         }
         return found

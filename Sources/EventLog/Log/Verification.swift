@@ -58,9 +58,10 @@ extension EventStore {
         }
     }
 
-    /// Reads the whole log in one snapshot and checks, stopping at the first problem: a
-    /// compacted log's base (its checksum, the one the meta records, the dropped counts and
-    /// ranges covering every seq before it); every record's checksum and encoding; a dense
+    /// Reads the whole log in one snapshot and checks, stopping at the first problem: the
+    /// retention policy's checksum; a compacted log's base (its checksum, the one the meta
+    /// records, the dropped counts and ranges covering every seq before it, and the running
+    /// digest a policy's steps keep, which must give the last range's SHA-256); every record's checksum and encoding; a dense
     /// sequence from 1 (or from the base); every write's old value against the fold of the
     /// writes before it (from the base, whose disagreement with its first event is named);
     /// every keyframe's checksum, its place (where the keyframe policy puts one, and nowhere
@@ -84,6 +85,8 @@ extension EventStore {
             }
             let base: LogBase?
             do { base = try self.base(in: txn) } catch { return fail(0, "\(error)") }
+            do { _ = try retentionPolicy(in: txn) } catch { return fail(0, "\(error)") }
+            if let problem = runningDigestProblem(base, in: txn) { return fail(base?.seq ?? 0, problem) }
             return try txn.withCursor(events) { events in
                 try txn.withCursor(keyframes) { keyframes in
                     var keyframe = try keyframes.first()

@@ -16,6 +16,10 @@ enum CompactCommand {
             the log's first event drops nothing. The file keeps its size (new events reuse the space):
             --to writes a copy of the log without its free pages, and --in-place swaps such a copy in
             (while no other process has the log open; the old file is kept until the swap is flushed).
+            --policy (alone or with the options above) stores a retention policy in the log, which
+            every writer then applies as it appends: once the log is past it by more than 1% (at
+            least 100 events), a writer drops at most 10,000 of the oldest events after its commit,
+            in a transaction of its own. It drops nothing itself; info shows it, and none removes it.
             """,
         options: [
             .init(name: "before", value: "SEQ", help: "Drop the events before SEQ (2 to the newest seq)."),
@@ -23,6 +27,7 @@ enum CompactCommand {
             .init(name: "older-than", value: "AGE", help: "Drop the events recorded before now minus AGE (30d, 12h, 90m, 45s) or before an RFC 3339 time, up to the first that is not."),
             .init(name: "to", value: "NEW_DB", help: "Then write a copy of the log without free pages into NEW_DB, a path that must not exist."),
             .init(name: "in-place", value: nil, help: "Then replace the log's file by such a copy, giving the space back."),
+            .init(name: "policy", value: "POLICY", help: "Store a retention policy for writers to apply: keep-last=N, keep-days=D, or none to remove it."),
         ],
         writes: true
     ) { arguments, context in
@@ -31,8 +36,9 @@ enum CompactCommand {
         let inPlace = arguments.flag("in-place")
         guard cuts.count <= 1 else { throw CLIError.usage("use only one of " + cuts.map { "--\($0)" }.joined(separator: ", ")) }
         guard copyPath == nil || !inPlace else { throw CLIError.usage("use only one of --to, --in-place") }
-        guard !cuts.isEmpty || copyPath != nil || inPlace else {
-            throw CLIError.usage("give --before SEQ, --keep-last N or --older-than AGE (or --to NEW_DB, --in-place)")
+        let policy = try arguments.value("policy").map { (text) throws(CLIError) in try Self.policy(text) }
+        guard !cuts.isEmpty || copyPath != nil || inPlace || policy != nil else {
+            throw CLIError.usage("give --before SEQ, --keep-last N or --older-than AGE (or --to NEW_DB, --in-place, --policy POLICY)")
         }
         if let before = try arguments.seq("before"), before == 0 { throw CLIError.badInput("--before 0: there is no event 0; the first event to keep is 2 or later") }
         let keepLast = try arguments.count("keep-last")
@@ -42,6 +48,16 @@ enum CompactCommand {
         }
         guard FileManager.default.fileExists(atPath: context.databasePath + "/data.mdb") else {
             throw CLIError.unavailable("cannot open \(context.databasePath): no event log at \(context.databasePath)")
+        }
+        if let policy {
+            let store = try context.openStore(writable: true)
+            try attempt(writingTo: context.databasePath) { try store.setRetention(policy.value) }
+        }
+        guard !cuts.isEmpty || copyPath != nil || inPlace else {
+            if context.json { context.printJSON(["retention": policy?.value.map { .string($0.description) } ?? .null]) } else {
+                context.console.line(policy?.value.map { "retention policy \($0): writers drop older events as they append" } ?? "retention policy removed")
+            }
+            return .ok
         }
         let (oldBase, base, cut) = try Self.cut(arguments, context, keepLast: keepLast, cutoff: cutoff, copyPath: copyPath)
         var sizes: (before: Int, after: Int)?
@@ -54,6 +70,7 @@ enum CompactCommand {
             var result: StateObject = ["dropped": .int(Int64(dropped)), "firstSeq": .int(Int64((base?.seq ?? 0) + 1)),
                                        "base": base.map { $0.jsonValue(state: nil)["base"] ?? .null } ?? .null]
             result["copy"] = copyPath.map(StateValue.string)
+            if let policy { result["retention"] = policy.value.map { .string($0.description) } ?? .null }
             if let sizes { result["fileBytes"] = ["after": .int(Int64(sizes.after)), "before": .int(Int64(sizes.before))] }
             context.printJSON(.object(result))
         } else {
@@ -63,6 +80,7 @@ enum CompactCommand {
             }
             if let copyPath { context.console.line("wrote a compacted copy into \(copyPath)") }
             if let sizes { context.console.line("the file went from \(Render.bytes(sizes.before)) to \(Render.bytes(sizes.after))") }
+            if let policy { context.console.line(policy.value.map { "retention policy \($0): writers drop older events as they append" } ?? "retention policy removed") }
         }
         return .ok
     }
@@ -102,6 +120,26 @@ enum CompactCommand {
             try attempt(writingTo: copyPath) { try store.copyCompacted(to: copyPath) }
         }
         return (oldBase, base, cut)
+    }
+
+    /// What `--policy` asks for: a policy to store, or (`value` `nil`) to remove the stored one.
+    struct PolicyArgument {
+        let value: RetentionPolicy?
+    }
+
+    /// The policy `--policy` names: `keep-last=N` and `keep-days=D` with N and D above 0, or `none`.
+    static func policy(_ text: String) throws(CLIError) -> PolicyArgument {
+        if text == "none" { return PolicyArgument(value: nil) }
+        let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2, ["keep-last", "keep-days"].contains(parts[0]) else {
+            throw CLIError.badInput("--policy takes keep-last=N, keep-days=D or none, not \"\(text)\"")
+        }
+        let digits = parts[1]
+        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let count = UInt64(digits), count > 0,
+              parts[0] == "keep-last" || count <= UInt64(UInt32.max) else {
+            throw CLIError.badInput("--policy \(text): \(parts[0]) must be a positive whole number")
+        }
+        return PolicyArgument(value: parts[0] == "keep-last" ? .keepLast(count) : .keepDays(UInt32(count)))
     }
 
     /// The time `--older-than` names: now minus an age (`30d`, `12h`, `90m`, `45s`), or an

@@ -11,7 +11,7 @@ enum LogCommands {
     ) { _, context in
         let store = try context.openStore()
         let (last, first, keyframes, logID) = try attempt { (try store.lastSeq(), try store.firstSeq(), try store.keyframeCount(), try store.logID) }
-        let base = try attempt { try store.base() }
+        let (base, retention) = try attempt { (try store.base(), try store.retentionPolicy()) }
         let events = last - (base?.seq ?? 0)
         let id = logID?.uuidString.lowercased()
         let fileBytes = (try? FileManager.default.attributesOfItem(atPath: context.databasePath + "/data.mdb")[.size] as? Int) ?? 0
@@ -24,6 +24,7 @@ enum LogCommands {
                 "format": .int(Int64(store.format)), "keyframeRatio": .int(Int64(store.keyframePolicy.ratio)),
                 "keyframes": .int(Int64(keyframes)), "lastSeq": .int(Int64(last)),
                 "logId": id.map(StateValue.string) ?? .null, "mapBytes": .int(Int64(store.environment.mapSize)),
+                "retention": retention.map { .string($0.description) } ?? .null,
             ])
         } else {
             context.console.line("""
@@ -34,6 +35,7 @@ enum LogCommands {
                 first seq  \(first.map(String.init) ?? "-")
                 last seq   \(last)
                 base       \(base.map(Self.describe) ?? "none (the log starts at its first event)")
+                retention  \(retention.map { "\($0) (writers drop older events as they append)" } ?? "none")
                 keyframes  \(keyframes) (one once the records since the last add up to \(store.keyframePolicy.ratio)× its size)
                 file size  \(Render.bytes(fileBytes))
                 map size   \(Render.bytes(store.environment.mapSize))
