@@ -93,7 +93,7 @@ public struct UpdateManifest: Sendable, Hashable {
         var metadata: [String: String] = [:]
         if let field = object["metadata"] {
             guard let entries = field.objectValue else { throw Self.wrongType("the manifest", "metadata", field, "an object") }
-            for (key, value) in entries { metadata[key] = try string(key, in: entries, "metadata") }
+            for key in entries.keys { metadata[key] = try string(key, in: entries, "metadata") }
         }
         self.metadata = metadata
         if let extra = object["extra"], extra.objectValue == nil { throw Self.wrongType("the manifest", "extra", extra, "an object") }

@@ -84,7 +84,7 @@ enum StructuredFields {
                     if byte == UInt8(ascii: "\""), string(openedAlready: true) == nil { return nil }
                 }
                 return nil
-            case UInt8(ascii: "-"), _ where isDigit(first): return number().map { .some($0) }
+            case _ where first == UInt8(ascii: "-") || isDigit(first): return number().map { .some($0) }
             case _ where isAlpha(first) || first == UInt8(ascii: "*"):
                 let start = at
                 while let byte = next, byte > 0x20, byte < 0x7F, !"\"(),;<=>?@[\\]{}".utf8.contains(byte) { at += 1 }

@@ -18,7 +18,7 @@ import Testing
         let db = dir.file("v1-\(UUID().uuidString).lmdb")
         let source = jsonl.map { text in
             let path = dir.file("edited-\(UUID().uuidString).jsonl")
-            FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+            #expect(FileManager.default.createFile(atPath: path, contents: Data(text.utf8)))
             return path
         } ?? Self.fixture
         let imported = try runEventlog(["import", source, "--db", db])

@@ -63,7 +63,7 @@ import UpdatePrompts
     @Test func aDeclinedPromptIsCountedForTheInstalledVersion() throws {
         let tester = try TraceTester()
         let prompter = UpdatePrompter(store: tester.store, installedVersion: AppVersion("3.4")!, policy: PromptPolicy(maxDeclines: 2))
-        try prompter.check(.success(StoreRelease(version: AppVersion("3.5")!, releaseDate: "2025-11-01T00:00:00Z")), source: "test")
+        _ = try prompter.check(.success(StoreRelease(version: AppVersion("3.5")!, releaseDate: "2025-11-01T00:00:00Z")), source: "test")
         try prompter.answer(.later)
         tester.expect([
             .applied("updates/storeVersionFound", ["updates.installedVersion": "3.4", "updates.storeVersion": "3.5",

@@ -134,7 +134,7 @@ let botsTabTrace: [ExpectedEvent] = [
         let line = #line + 2
         let found = try failures {
             let (tester, engine) = try messengerTester()
-            try withExtendedLifetime(tester) { try engine.run(MessengerRouter.plan(for: "botmessages://bots?filter=unread"), origin: .url) }
+            _ = try withExtendedLifetime(tester) { try engine.run(MessengerRouter.plan(for: "botmessages://bots?filter=unread"), origin: .url) }
         }
         #expect(found.count == 1)
         #expect(found.first?.line == line)
