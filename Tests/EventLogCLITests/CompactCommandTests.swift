@@ -131,14 +131,17 @@ import Testing
     }
 
     @Test func toAndInPlaceWriteASmallerCopyAndADiskFullLeavesTheOriginal() throws {
-        seeded(20_000)
-        #expect(eventlog(["compact", "--keep-last", "4000", "--db", db]).code == 0)
+        // 6,000 events of about 1 KiB, the last 1,200 kept: a copy of about 1.6 MiB.
+        let note = String(repeating: "x", count: 1_000)
+        let lines = counterEvents(key: "counter", count: 6_000).replacingOccurrences(of: #"{"stream""#, with: #"{"payload":{"note":"\#(note)"},"stream""#)
+        #expect(eventlog(["import", "-", "--db", db], stdin: lines).code == 0)
+        #expect(eventlog(["compact", "--keep-last", "1200", "--db", db]).code == 0)
         let original = try Data(contentsOf: URL(fileURLWithPath: db + "/data.mdb"))
         let copy = dir.file("copy.lmdb")
-        // A file-size limit below the copy's size (about 330 KiB), so that the write comes up
-        // short as on a full disk, and above what a ThreadSanitizer build needs to start (it
-        // faults under 64 KiB).
-        let limit = 256 << 10
+        // A file-size limit below the copy's size, so that the write comes up short as on a
+        // full disk, and above what a ThreadSanitizer build needs to start (it faults under
+        // 512 KiB).
+        let limit = 1 << 20
         let full = try runEventlog(["compact", "--to", copy, "--db", db], fileSizeLimit: limit)
         #expect(full.code == 3, "\(full.err)")
         #expect(!FileManager.default.fileExists(atPath: copy))
