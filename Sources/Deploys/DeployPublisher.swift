@@ -19,6 +19,12 @@ public struct DeployPublisher: Sendable {
     /// when it says so, the publish stops, takes back what it added and throws `.cancelled`
     /// (a command line's Ctrl-C).
     public var isCancelled: @Sendable () -> Bool = { false }
+    /// Told, once a publish holds the lock and before it writes an asset, of the files a killed
+    /// publish left in the directories this one writes (`assets/.incoming-UUID`, `*.next-UUID`:
+    /// the names only the publisher gives its temporaries), as sorted paths; not told when
+    /// there are none. They stay where they are, for a person to remove: a publish removes
+    /// only what it created. By default, nothing is said.
+    public var leftovers: @Sendable ([String]) -> Void = { _ in }
 
     /// A publisher into `serverDirectory`; nothing is touched until `publish`.
     public init(serverDirectory: String) {
@@ -28,8 +34,9 @@ public struct DeployPublisher: Sendable {
     /// Publishes every regular file under `bundle` but hidden ones (`launchAsset` is the page
     /// the web view loads) as update `id` for `runtimeVersion`, and returns its manifest. A
     /// publish that fails takes back every file and directory it added, and leaves `current`
-    /// as it was; one that was killed leaves its temporaries, which the next publish into the
-    /// directory takes back (`takeBackLeftovers`). Publishes into one server directory take turns (`SERVER_DIR/.publish-lock`):
+    /// as it was; one that was killed leaves its temporaries, which stay for a person to
+    /// remove (the next publish into the directory tells `leftovers` of them, and removes
+    /// none). Publishes into one server directory take turns (`SERVER_DIR/.publish-lock`):
     /// this one waits for one under way.
     /// - Parameters:
     ///   - bundle: A directory of regular files only; each file's path inside it becomes its
@@ -60,7 +67,9 @@ public struct DeployPublisher: Sendable {
         do throws(DeployError) {
             lock = try PublishLock(serverDirectory: serverDirectory, created: created, isCancelled: isCancelled)
             // Under the lock no other publish is under way: a temporary of ours is a killed one's.
-            Self.takeBackLeftovers(in: serverDirectory + "/assets", runtime: runtime)
+            // It stays: a publish removes only what it created itself.
+            let left = Self.leftovers(in: serverDirectory + "/assets", runtime: runtime)
+            if !left.isEmpty { leftovers(left) }
             if let server = canonicalPath(serverDirectory), let root = canonicalPath(bundle), server == root || server.hasPrefix(root + "/") {
                 throw .usage("\(serverDirectory) is inside the bundle \(bundle): its files would be published")
             }
@@ -103,13 +112,12 @@ public struct DeployPublisher: Sendable {
         }
     }
 
-    /// Removes what a killed publish left, once its names prove it the publisher's own: regular
-    /// files (never links or directories) named as only the publisher names its temporaries,
-    /// `assets/.incoming-UUID`, `assets/NAME.type.next-UUID` and, for the runtime being
-    /// published, `current.next-UUID` and `ID.json.next-UUID` (a lowercase UUID, as
-    /// `Files.uniqueSuffix` makes). Called under the publish lock, so no publish under way
-    /// owns one. Anything else, and what cannot be removed, stays.
-    static func takeBackLeftovers(in assets: String, runtime: String) {
+    /// The files a killed publish left, sorted: regular files (never links or directories)
+    /// named as only the publisher names its temporaries, `assets/.incoming-UUID`,
+    /// `assets/NAME.type.next-UUID` and, for the runtime being published, `current.next-UUID`
+    /// and `ID.json.next-UUID` (a lowercase UUID, as `Files.uniqueSuffix` makes). Called under
+    /// the publish lock, so no publish under way owns one. Only read: they stay for a person.
+    static func leftovers(in assets: String, runtime: String) -> [String] {
         func isUUID(_ text: Substring) -> Bool {
             let utf8 = Array(text.utf8)
             return utf8.count == 36 && utf8.enumerated().allSatisfy { index, byte in
@@ -129,15 +137,17 @@ public struct DeployPublisher: Sendable {
                 isLeftover(name) { $0 == "current" || ($0.hasSuffix(".json") && AppDirectory.isSafeUpdateID(String($0.dropLast(".json".count)))) }
             }),
         ]
+        var found: [String] = []
         for (directory, isOurs) in rules {
             guard let names = try? Files.names(in: directory) else { continue }
             for bytes in names {
                 guard let name = String(validating: bytes, as: UTF8.self), isOurs(name) else { continue }
                 var info = stat()
                 let path = directory + "/" + name
-                if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG { unlink(path) }
+                if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG { found.append(path) }
             }
         }
+        return found.sorted()
     }
 
     /// The runtime version update `id` is already published for (its manifest there), or `nil`.

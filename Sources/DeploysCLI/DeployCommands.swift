@@ -128,6 +128,17 @@ enum DeployCommands {
         defer { signals.stop() }
         var publisher = DeployPublisher(serverDirectory: serverDirectory)
         publisher.isCancelled = { signals.received != 0 }
+        // What a killed publish left stays; a person is told where, to remove it.
+        let console = context.console
+        publisher.leftovers = { paths in
+            let directories = paths.reduce(into: [String]()) { directories, path in
+                let directory = (path as NSString).deletingLastPathComponent
+                if !directories.contains(directory) { directories.append(directory) }
+            }
+            console.error("warning: \(paths.count) temporary file\(paths.count == 1 ? "" : "s") of a killed publish "
+                          + "(.incoming-UUID, *.next-UUID) left in \(directories.map(Render.escaped).joined(separator: " and ")); "
+                          + "remove \(paths.count == 1 ? "it" : "them") while no publish is under way\n")
+        }
         let manifest: UpdateManifest
         do {
             manifest = try publisher.publish(bundle: bundle, runtimeVersion: runtime, launchAsset: arguments.value("launch-asset") ?? "index.html",

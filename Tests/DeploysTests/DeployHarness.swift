@@ -30,16 +30,20 @@ final class DeployHarness {
                                         + (rate.map { ["--rate", String($0)] } ?? []))
     }
 
-    /// Writes a bundle of `files` (path: content) and publishes it.
+    /// Writes a bundle of `files` (path: content) and publishes it, telling `leftovers` what a
+    /// killed publish left.
     @discardableResult
-    func publish(_ files: [String: String], id: String, runtime: String = "1.0", createdAt: Timestamp = .now()) throws -> UpdateManifest {
+    func publish(_ files: [String: String], id: String, runtime: String = "1.0", createdAt: Timestamp = .now(),
+                 leftovers: @escaping @Sendable ([String]) -> Void = { _ in }) throws -> UpdateManifest {
         let bundle = root.file("bundle-\(id)")
         for (path, content) in files {
             let file = bundle + "/" + path
             try FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try Data(content.utf8).write(to: URL(fileURLWithPath: file))
         }
-        return try DeployPublisher(serverDirectory: serverDirectory).publish(bundle: bundle, runtimeVersion: runtime, id: id, createdAt: createdAt)
+        var publisher = DeployPublisher(serverDirectory: serverDirectory)
+        publisher.leftovers = leftovers
+        return try publisher.publish(bundle: bundle, runtimeVersion: runtime, id: id, createdAt: createdAt)
     }
 
     func client(runtime: String = "1.0", overHTTP: Bool = true) throws -> DeployClient {

@@ -197,8 +197,9 @@ struct DeployRefusalTests {
     }
 
     /// What a killed publish left (its temporaries, by the names only the publisher gives
-    /// them, regular files only) goes with the next publish; anything else stays.
-    @Test func theNextPublishTakesBackAKilledOnesTemporaries() throws {
+    /// them) stays for a person: the next publish goes through, says which of them are its
+    /// own kind (regular files only), and leaves them and everything else exactly in place.
+    @Test func theNextPublishLeavesAKilledOnesTemporariesInPlace() throws {
         let harness = try DeployHarness(serve: false)
         let first = try harness.publish(["index.html": "one"], id: "u1")
         let uuid = UUID().uuidString.lowercased()
@@ -209,19 +210,28 @@ struct DeployRefusalTests {
         for file in ours + others {
             let path = harness.serverDirectory + "/" + file
             try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            try Data("left".utf8).write(to: URL(fileURLWithPath: path))
+            try Data("left \(file)".utf8).write(to: URL(fileURLWithPath: path))
         }
         // A link or a directory under such a name is no file the publisher made.
         let link = harness.serverDirectory + "/assets/.incoming-" + UUID().uuidString.lowercased()
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: harness.root.file("elsewhere"))
         let directory = harness.serverDirectory + "/assets/.incoming-" + UUID().uuidString.lowercased()
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
-        try harness.publish(["index.html": "two"], id: "u2")
-        for file in ours { #expect(!FileManager.default.fileExists(atPath: harness.serverDirectory + "/" + file), "\(file)") }
-        for file in others { #expect(FileManager.default.fileExists(atPath: harness.serverDirectory + "/" + file), "\(file)") }
+        let told = Locked<[[String]]>([])
+        let second = try harness.publish(["index.html": "two"], id: "u2") { paths in told.withLock { $0.append(paths) } }
+        #expect(second.id == "u2")
+        #expect(try String(contentsOfFile: harness.serverDirectory + "/updates/1.0/current", encoding: .utf8) == "u2\n")
+        #expect(told.withLock { $0 } == [ours.map { harness.serverDirectory + "/" + $0 }.sorted()])
+        for file in ours + others {
+            #expect((try? String(contentsOfFile: harness.serverDirectory + "/" + file, encoding: .utf8)) == "left \(file)", "\(file)")
+        }
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == harness.root.file("elsewhere"))
         var isDirectory: ObjCBool = false
         #expect(FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) && isDirectory.boolValue)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+        // Another runtime's publish is told only of those in the directories it writes.
+        try harness.publish(["index.html": "three"], id: "u3", runtime: "3.0") { paths in told.withLock { $0.append(paths) } }
+        #expect(told.withLock { $0 }.last == ours.filter { $0.hasPrefix("assets/") }.map { harness.serverDirectory + "/" + $0 }.sorted())
     }
 
     /// Hidden files and directories of a bundle (`.git/`, `.DS_Store`) are not published.
