@@ -10,21 +10,62 @@ public final class NATSServers: @unchecked Sendable {
         var clusterPort: Int
         var monitorPort: Int
         var process: Process?
+        /// Where the node's log (its stderr) stood when it was last started: what follows is
+        /// that run's.
+        var logOffset: UInt64 = 0
+    }
+
+    /// A node that exited before it became ready.
+    private struct EarlyExit: Error {
+        var index: Int
+        var message: String
+        /// Whether its log says a port was taken ("address already in use").
+        var portTaken: Bool
     }
 
     private var nodes: [Node]
     private let directory: String
 
-    /// Starts `count` nodes (1, or 3 for a cluster) and waits (up to 20 s) until JetStream
-    /// answers on every one.
+    /// How long a node may take to answer once started: a wait, not a measure (a loaded
+    /// machine starts it slowly).
+    static let readinessWait = 60
+    /// How many times the nodes are started when one finds a port of its taken.
+    static let startAttempts = 5
+
+    /// Starts `count` nodes (1, or 3 for a cluster) and waits (up to 60 s a node) until
+    /// JetStream answers on every one. A node that finds one of its ports taken (another
+    /// process bound it since it was chosen) gets fresh ones, and the nodes start again, a few
+    /// times; a node that exits otherwise is an error at once, with the end of its log.
     public init(count: Int = 1) throws {
         directory = NSTemporaryDirectory() + "eventlog-nats-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        nodes = try (0..<count).map { index in
-            Node(name: "n\(index)", port: try Self.freePort(), clusterPort: try Self.freePort(), monitorPort: try Self.freePort())
+        nodes = []
+        for index in 0..<count {
+            let ports = try Self.freePorts(3, besides: nodes.flatMap { [$0.port, $0.clusterPort, $0.monitorPort] })
+            nodes.append(Node(name: "n\(index)", port: ports[0], clusterPort: ports[1], monitorPort: ports[2]))
         }
-        for index in nodes.indices { try start(index) }
-        for index in nodes.indices { try waitUntilReady(index) }
+        var attempt = 1
+        while true {
+            do {
+                for index in nodes.indices { try start(index) }
+                for index in nodes.indices { try waitUntilReady(index) }
+                return
+            } catch let exit as EarlyExit where exit.portTaken && attempt < Self.startAttempts {
+                // Every node again, on a fresh store: the others' routes name the new cluster port.
+                for index in nodes.indices {
+                    kill(index)
+                    try? FileManager.default.removeItem(atPath: directory + "/" + nodes[index].name)
+                }
+                let others = nodes.indices.filter { $0 != exit.index }.flatMap { [nodes[$0].port, nodes[$0].clusterPort, nodes[$0].monitorPort] }
+                let ports = try Self.freePorts(3, besides: others + [nodes[exit.index].port, nodes[exit.index].clusterPort, nodes[exit.index].monitorPort])
+                nodes[exit.index].port = ports[0]
+                nodes[exit.index].clusterPort = ports[1]
+                nodes[exit.index].monitorPort = ports[2]
+                attempt += 1
+            } catch let exit as EarlyExit {
+                throw LoopbackServerError(message: exit.message)
+            }
+        }
     }
 
     deinit {
@@ -46,11 +87,12 @@ public final class NATSServers: @unchecked Sendable {
         nodes[index].process = nil
     }
 
-    /// Starts node `index` again on its ports and store, and waits until it answers.
+    /// Starts node `index` again on its ports and store, and waits (up to 60 s) until it
+    /// answers; a node that exits meanwhile is an error at once, with the end of its log.
     public func restart(_ index: Int) throws {
         kill(index)
         try start(index)
-        try waitUntilReady(index)
+        do { try waitUntilReady(index) } catch let exit as EarlyExit { throw LoopbackServerError(message: exit.message) }
     }
 
     /// The index of the node that leads `stream` in a cluster (its RAFT leader), from a live
@@ -111,19 +153,53 @@ public final class NATSServers: @unchecked Sendable {
         }
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        // The node's log, kept across its restarts, in the directory that goes with the servers.
+        let log = logPath(index)
+        let fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw LoopbackServerError(message: "cannot open \(log): \(String(cString: strerror(errno)))") }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        nodes[index].logOffset = UInt64(lseek(fd, 0, SEEK_END))
+        process.standardError = handle
         try process.run()
         nodes[index].process = process
     }
 
-    /// Polls the node's `/healthz` until JetStream is current (a cluster has elected its leader).
+    /// Where node `index` writes its log (its stderr).
+    private func logPath(_ index: Int) -> String { directory + "/" + nodes[index].name + ".log" }
+
+    /// The log node `index` wrote since it was last started.
+    private func logOfThisRun(_ index: Int) -> String {
+        guard let handle = FileHandle(forReadingAtPath: logPath(index)) else { return "" }
+        defer { try? handle.close() }
+        try? handle.seek(toOffset: nodes[index].logOffset)
+        return String(decoding: (try? handle.readToEnd()) ?? Data(), as: UTF8.self)
+    }
+
+    /// The last lines of the log node `index` wrote since it was last started, to quote.
+    private func endOfLog(_ index: Int) -> String {
+        let lines = logOfThisRun(index).split(separator: "\n", omittingEmptySubsequences: true).suffix(12)
+        return lines.isEmpty ? "(its log \(logPath(index)) is empty)" : "the end of its log \(logPath(index)):\n" + lines.joined(separator: "\n")
+    }
+
+    /// Polls the node's `/healthz` until JetStream is current (a cluster has elected its
+    /// leader). Throws `EarlyExit` at once when any started node has exited (a cluster's node
+    /// would wait for it in vain), and an error when the node does not answer within 60 s.
     private func waitUntilReady(_ index: Int) throws {
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Date().addingTimeInterval(TimeInterval(Self.readinessWait))
         while Date() < deadline {
+            for other in nodes.indices {
+                guard let process = nodes[other].process, !process.isRunning else { continue }
+                process.waitUntilExit()
+                nodes[other].process = nil
+                let how = process.terminationReason == .uncaughtSignal ? "was killed by signal \(process.terminationStatus)"
+                    : "exited with status \(process.terminationStatus)"
+                throw EarlyExit(index: other, message: "nats-server \(nodes[other].name) \(how) before it became ready; \(endOfLog(other))",
+                                portTaken: logOfThisRun(other).contains("address already in use"))
+            }
             if let data = Self.get("/healthz", port: nodes[index].monitorPort), String(decoding: data, as: UTF8.self).contains("\"ok\"") { return }
             usleep(100_000)
         }
-        throw LoopbackServerError(message: "nats-server \(nodes[index].name) did not become ready within 20 s")
+        throw LoopbackServerError(message: "nats-server \(nodes[index].name) did not become ready within \(Self.readinessWait) s; \(endOfLog(index))")
     }
 
     /// The body of `GET path` from the monitoring port, over a plain socket (no URLSession,
@@ -167,19 +243,55 @@ public final class NATSServers: @unchecked Sendable {
         FileManager.default.isExecutableFile(atPath: "/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "/usr/bin/nats-server"
     }
 
-    /// A TCP port on loopback that was free a moment ago.
-    static func freePort() throws -> Int {
+    /// `count` distinct TCP ports on loopback, none in `besides`, that were free a moment ago:
+    /// below the kernel's ephemeral range when it leaves room (`ip_local_port_range`), so that
+    /// no outgoing connection of another test can take one that a killed node must get back
+    /// on `restart`; from the kernel (port 0) otherwise.
+    static func freePorts(_ count: Int, besides taken: [Int]) throws -> [Int] {
+        var ports: [Int] = []
+        let lowest = 20_000
+        let ephemeral = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))
+            .flatMap { $0.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } } ?? 0
+        if ephemeral - lowest >= 1_000 {
+            var tries = 0
+            while ports.count < count, tries < 1_000 {
+                tries += 1
+                let port = Int.random(in: lowest..<ephemeral)
+                if !taken.contains(port), !ports.contains(port), Self.binds(port) { ports.append(port) }
+            }
+        }
+        while ports.count < count {
+            let port = try Self.kernelPort()
+            if !taken.contains(port), !ports.contains(port) { ports.append(port) }
+        }
+        return ports
+    }
+
+    /// Whether a TCP socket can be bound to `port` on 127.0.0.1 now (it is closed again).
+    static func binds(_ port: Int) -> Bool {
+        bound(to: port) != nil
+    }
+
+    /// A TCP port on loopback the kernel gave, free a moment ago (in the ephemeral range).
+    static func kernelPort() throws -> Int {
+        guard let port = bound(to: 0) else { throw LoopbackServerError(message: "no free port on loopback") }
+        return port
+    }
+
+    /// Binds a TCP socket to `port` on 127.0.0.1 (0: any), closes it, and returns the port it
+    /// had, or `nil` when it could not be bound.
+    private static func bound(to port: Int) -> Int? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
         defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
+        address.sin_port = UInt16(port).bigEndian
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
         }
-        guard bound else { throw LoopbackServerError(message: "no free port on loopback") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
     }
 }
