@@ -205,25 +205,13 @@ import Testing
         #expect(eventlog(["compact", "--keep-last", "100", "--db", compactedCopy]).code == 0)
         let compacted = export(compactedCopy)
         var outcomes = (before: 0, compacted: 0)
-        var longest = 0.0
         // 200 kills, or as many as five minutes allow on a slow build (under ThreadSanitizer a
         // round takes about two seconds): never fewer than 50.
         let deadline = Date().addingTimeInterval(300)
-        for round in 0...200 where Date() < deadline {
+        try killAtRandomMoments(rounds: 0...200, until: deadline) { round, runAndKill in
             let db = dir.file("kill-\(round).lmdb")
             try FileManager.default.copyItem(atPath: source, toPath: db)
-            let process = try spawnEventlog(["compact", "--keep-last", "100", "--db", db])
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            let started = Date()
-            try process.run()
-            if round > 0 {
-                usleep(UInt32.random(in: 0...UInt32(longest * 1_000_000)))
-                // Only a child still running: the id of one that ended may be another process's.
-                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            }
-            process.waitUntilExit()
-            if round == 0 { longest = Date().timeIntervalSince(started) }
+            try runAndKill(try spawnEventlog(["compact", "--keep-last", "100", "--db", db]))
             let verified = eventlog(["verify", "--db", db])
             #expect(verified.code == 0, "round \(round): \(verified.out)\(verified.err)")
             let now = export(db)

@@ -209,8 +209,8 @@ struct DeployCommandTests {
             #expect(eventlog(["deploy", "publish", bundle, "--server-dir", server, "--runtime-version", "1.0", "--id", version]).code == 0)
         }
         let current = server + "/updates/1.0/current"
-        var longest = 0.0, killed = 0
-        for round in 0..<12 {
+        var killed = 0
+        try killAtRandomMoments(rounds: 0..<12) { round, runAndKill in
             let db = dir.file("reuse-\(round).lmdb"), app = dir.file("reuse-\(round)-app")
             let arguments = ["--db", db, "--server", server, "--app-dir", app, "--runtime-version", "1.0", "--json"]
             try Data("v1\n".utf8).write(to: URL(fileURLWithPath: current))
@@ -218,16 +218,7 @@ struct DeployCommandTests {
             try Data("v2\n".utf8).write(to: URL(fileURLWithPath: current))
             // The first round runs to the end, to learn how long the download takes.
             let process = try spawnEventlog(["deploy", "download"] + arguments)
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            let started = Date()
-            try process.run()
-            if round > 0 {
-                usleep(UInt32.random(in: 0...UInt32(longest * 1_000_000)))
-                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            }
-            process.waitUntilExit()
-            if round == 0 { longest = Date().timeIntervalSince(started) }
+            try runAndKill(process)
             if process.terminationReason == .uncaughtSignal { killed += 1 }
             let next = eventlog(["deploy", "download"] + arguments)
             #expect(next.code == 0, "round \(round): \(next.err)")
@@ -255,8 +246,7 @@ struct DeployCommandTests {
         let v2 = eventlog(["deploy", "publish", try bundle("\(action)-v2", "two"), "--server-dir", server, "--runtime-version", "1.0", "--id", "v2"])
         #expect(v1.code == 0 && v2.code == 0)
         let current = server + "/updates/1.0/current"
-        var longest = 0.0
-        for round in 0..<16 {
+        try killAtRandomMoments(rounds: 0..<16) { round, runAndKill in
             let db = dir.file("\(action)-\(round).lmdb"), app = dir.file("\(action)-\(round)-app")
             func run(_ action: String) -> CommandOutcome {
                 eventlog(["deploy", action, "--db", db, "--server", server, "--app-dir", app, "--runtime-version", "1.0", "--json"])
@@ -266,18 +256,7 @@ struct DeployCommandTests {
             try Data("v2\n".utf8).write(to: URL(fileURLWithPath: current))
             #expect(run("deliver").code == 0)
             // The first round runs to the end, to learn how long the command takes.
-            let process = try spawnEventlog(["deploy", action, "--db", db, "--server", server, "--app-dir", app, "--runtime-version", "1.0"])
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            let started = Date()
-            try process.run()
-            if round > 0 {
-                usleep(UInt32.random(in: 0...UInt32(longest * 1_000_000)))
-                // Only a child still running: the id of one that ended may be another process's.
-                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            }
-            process.waitUntilExit()
-            if round == 0 { longest = Date().timeIntervalSince(started) }
+            try runAndKill(try spawnEventlog(["deploy", action, "--db", db, "--server", server, "--app-dir", app, "--runtime-version", "1.0"]))
             // The next command completes, and leaves the log and the directory agreeing.
             let status = run("status")
             #expect(status.code == 0, "round \(round): \(status.err)")

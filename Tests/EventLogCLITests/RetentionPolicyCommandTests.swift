@@ -86,23 +86,13 @@ import Testing
         let input = dir.file("more.ndjson")
         try counterEvents(key: "counter", count: 400, start: 300).write(toFile: input, atomically: true, encoding: .utf8)
         var outcomes = (killed: 0, finished: 0)
-        var longest = 0.0
         let deadline = Date().addingTimeInterval(180)
-        for round in 0...160 where Date() < deadline {
+        try killAtRandomMoments(rounds: 0...160, within: 0.9, until: deadline) { round, runAndKill in
             let copy = dir.file("kill-\(round).lmdb")
             try FileManager.default.copyItem(atPath: db, toPath: copy)
             let process = try spawnEventlog(["import", "-", "--batch", "20", "--db", copy])
             process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: input))
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            let started = Date()
-            try process.run()
-            if round > 0 {
-                usleep(UInt32.random(in: 0...UInt32(longest * 900_000)))
-                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            }
-            process.waitUntilExit()
-            if round == 0 { longest = Date().timeIntervalSince(started) }
+            try runAndKill(process)
             let finished = process.terminationReason == .exit && process.terminationStatus == 0
             if finished { outcomes.finished += 1 } else { outcomes.killed += 1 }
             let verified = eventlog(["verify", "--db", copy])

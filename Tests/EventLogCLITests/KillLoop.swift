@@ -1,0 +1,35 @@
+import Foundation
+
+/// Runs `body` once a round, for `rounds` or until `deadline`, whichever ends first; each
+/// round starts the built `eventlog` as a child process through the `runAndKill` it is handed,
+/// and checks what the child left. The first round's child is not killed: it runs to the end,
+/// to learn how long a run takes. Every later one is sent SIGKILL at a random moment within
+/// `fraction` of that time (only while it still runs: the id of a child that ended may be
+/// another process's), as a crash or a power cut would stop it.
+/// - Parameters:
+///   - rounds: The rounds' numbers, handed to `body`.
+///   - fraction: How much of the first run's time the kill may fall in (1: all of it).
+///   - deadline: No round starts after it.
+///   - body: Makes the round's child (by `spawnEventlog`, say, with the input it reads),
+///     hands it to `runAndKill` once, and then checks the outcome. `runAndKill` sends the
+///     child's stdout and stderr to `/dev/null`, runs it, kills it as above, and returns once
+///     it has ended (its `terminationReason` says whether it was killed).
+func killAtRandomMoments(rounds: some Sequence<Int>, within fraction: Double = 1, until deadline: Date = .distantFuture,
+                         _ body: (_ round: Int, _ runAndKill: (Process) throws -> Void) throws -> Void) throws {
+    var longest: Double?
+    func runAndKill(_ process: Process) throws {
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let started = Date()
+        try process.run()
+        if let longest {
+            usleep(UInt32.random(in: 0...UInt32(longest * fraction * 1_000_000)))
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+        process.waitUntilExit()
+        if longest == nil { longest = Date().timeIntervalSince(started) }
+    }
+    for round in rounds where Date() < deadline {
+        try body(round, runAndKill)
+    }
+}
