@@ -9,7 +9,7 @@ import Objects
 /// The commands that drive the botmessages demo app through the effects engine, built on
 /// EventLogCLI's public API alone, as any app's own commands are.
 enum MessengerCommands {
-    static let all: [CommandSpec] = [open, routes, capture, testgen, demo]
+    static let all: [CommandSpec] = [open, routes, capture, testgen, shrink, demo]
 
     static let regressionOption = CommandSpec.Option.regression(Regression.allCases.map { ($0.rawValue, $0.summary) })
 
@@ -122,6 +122,11 @@ enum MessengerCommands {
     static let testgen = CommandSpec.testgen(model: MessengerModel(), imports: ["DemoMessenger"],
                                              plan: { try MessengerRouter.plan(for: $0) },
                                              planExpression: { "MessengerRouter.plan(for: \($0))" })
+
+    static let shrink = CommandSpec.shrink(variants: Regression.allCases.map { ($0.rawValue, $0.summary) },
+                                           model: { MessengerModel(regression: $0.flatMap(Regression.init(rawValue:))) },
+                                           imports: ["DemoMessenger"], plan: { try MessengerRouter.plan(for: $0) },
+                                           planExpression: { "MessengerRouter.plan(for: \($0))" })
 
     static let demo = CommandSpec(
         name: "demo",

@@ -32,40 +32,25 @@ struct TestGenerator<Model: EffectModel> {
     /// before the first of them. `scratch` is an empty directory the generator may use.
     func generate(_ records: [EventRecord], before: StateValue, name: String, command: String, scratch: String) throws -> Output {
         guard let first = records.first else { throw CLIError.badInput("no events in the range") }
-        let clock = ManualClock(start: first.time)
-        var options = EventStore.Options()
-        options.clock = clock.clock
-        options.durability = .lastCommitMayBeLost
-        let store = try EventStore(path: scratch, options: options)
-        let seeds = before.objectValue.map { Array($0) } ?? []
-        if !seeds.isEmpty {
-            try store.append(Self.seedEvent(seeds.map { ($0.key, $0.value) }))
-        }
-        let engine = try Engine(store: store, model: model)
-        var index = 0
-        // With nothing before the range, attaching the engine records the initial state itself.
-        if seeds.isEmpty, try store.lastSeq() > 0, first.event.stream == Engine.initialStateStream { index = 1 }
+        let driver = SessionDriver(model: model, plan: plan)
+        let session = try driver.session(at: scratch, before: before, start: first.time)
+        let seeds = SessionDriver<Model>.seeds(before)
+        var index = SessionDriver<Model>.firstCall(in: records, before: before)
 
         var body: [String] = []
         var divergences: [String] = []
-        var now = first.time.microsecondsSince1970
         while index < records.count {
-            let record = records[index]
-            let elapsed = record.time.microsecondsSince1970 - now
-            if elapsed > 0 {
-                clock.advance(microseconds: elapsed)
-                now += elapsed
-                body.append("    tester.clock.advance(microseconds: \(elapsed))")
-            }
-            let (call, made, asserted) = try drive(from: index, in: records, engine: engine, store: store)
+            let elapsed = session.advance(to: records[index].time)
+            if elapsed > 0 { body.append("    tester.clock.advance(microseconds: \(elapsed))") }
+            let (call, made) = try driver.next(from: index, in: records, session: session)
             let group = Array(records[index..<min(records.count, index + max(1, made.count))])
             body.append("    // #\(group[0].seq)\(group.count > 1 ? "…#\(group[group.count - 1].seq)" : "")" + (group[0].event.cause.map { $0.source.isEmpty ? "" : ": " + Self.comment($0.source) } ?? ""))
-            body.append("    " + call)
-            if asserted {
+            body.append("    " + swift(call, recorded: records[index]))
+            if case .append = call {
+                body.append("    try tester.skipUnchecked()")
+            } else {
                 let expected = group.filter { !Self.isBookkeeping($0.event) }.map { "        " + Self.expectation($0.event) + "," }
                 body.append(expected.isEmpty ? "    tester.expect([])" : "    tester.expect([\n" + expected.joined(separator: "\n") + "\n    ])")
-            } else {
-                body.append("    try tester.skipUnchecked()")
             }
             if let difference = Self.firstDifference(made, group) { divergences.append(difference) }
             index += group.count
@@ -134,47 +119,38 @@ struct TestGenerator<Model: EffectModel> {
         return nil
     }
 
-    /// Makes the call that `records[index]` starts, on the scratch log: the Swift for it, the
-    /// records it made, and whether its events are asserted (inputs appended as recorded are not).
-    private func drive(from index: Int, in records: [EventRecord], engine: Engine, store: EventStore) throws -> (String, [EventRecord], Bool) {
-        let event = records[index].event
-        // A newer plan's start records the older plan's cancelled steps first, in the same call.
-        let startIndex = event.outcome == .cancelled ? records[index...].firstIndex { $0.event.stream == Engine.planStream } : index
-        if let startIndex, records[startIndex].event.stream == Engine.planStream, records[startIndex].event.type == "planStarted" {
-            let start = records[startIndex].event
-            let source = start.cause?.source ?? ""
-            let plan: Plan<Model.Effect>
-            do { plan = try self.plan(source) } catch {
-                throw CLIError.badInput("event #\(records[startIndex].seq): "
-                    + (source.isEmpty ? "its plan records no source to rebuild it from" : "cannot rebuild the plan of \(Self.literal(source)): \(error)"))
-            }
-            let run = try engine.run(plan, origin: start.origin)
-            return ("try engine.run(\(planExpression(Self.literal(source))), origin: \(Self.literal(start.origin.rawValue)))", run.records, true)
+    /// Refuses `name` for the test (given as `--OPTION`) unless it is a Swift identifier that
+    /// ``nameProblem(_:imports:planExpression:)`` finds nothing wrong with.
+    static func checkName(_ name: String, option: String, imports: [String], planExpression: (String) -> String) throws(CLIError) {
+        guard let head = name.unicodeScalars.first, head == "_" || head.properties.isAlphabetic,
+              name.unicodeScalars.allSatisfy({ $0 == "_" || $0.properties.isAlphabetic || ("0"..."9").contains($0) }) else {
+            throw CLIError.usage("--\(option) must be a Swift identifier (letters, digits, _), not \"\(Render.escaped(name))\"")
         }
-        let isStep = event.stream == model.stream || event.stream == Engine.navigationStream
-        if isStep, event.cause == nil, let step = Step<Model.Effect>(name: event.type, arguments: event.payload) {
-            let made = try engine.apply(step, origin: event.origin)
-            let expression = "try #require(Step<\(Model.Effect.self)>(name: \(Self.literal(event.type)), arguments: \(Self.expression(event.payload))))"
-            return ("try engine.apply(\(expression), origin: \(Self.literal(event.origin.rawValue)))", made, true)
+        if let problem = nameProblem(name, imports: imports, planExpression: planExpression("\"\"")) {
+            throw CLIError.usage("--\(option) \(name) \(problem); choose another name")
         }
-        if isStep, event.cause != nil, let resumed = try engine.resume() {
-            return ("try engine.resume()", resumed.records, true)
-        }
-        var json = records[index].jsonValue
-        if case .object(var object) = json {
-            object["checksum"] = nil
-            object["seq"] = nil
-            object["time"] = nil
-            json = .object(object)
-        }
-        let made = try store.append(event)
-        return ("try tester.store.append(ImportedEvent(json: StateValue(jsonLiteral: \(Self.rawLiteral(json.json())))).event)", [made], false)
     }
 
-    /// The event that puts the recorded state back before the range.
-    private static func seedEvent(_ values: [(String, StateValue)]) -> Event {
-        Event(stream: Engine.initialStateStream, type: "initialState",
-              writes: values.map { Write(StatePath([.key($0.0)]), old: nil, new: $0.1) })
+    /// The Swift that makes `call`, which `recorded` starts (the event an append appends).
+    private func swift(_ call: SessionDriver<Model>.Call, recorded: EventRecord) -> String {
+        switch call {
+        case .run(let source, let origin):
+            return "try engine.run(\(planExpression(Self.literal(source))), origin: \(Self.literal(origin.rawValue)))"
+        case .apply(let step, let origin):
+            let expression = "try #require(Step<\(Model.Effect.self)>(name: \(Self.literal(step.name)), arguments: \(Self.expression(step.arguments))))"
+            return "try engine.apply(\(expression), origin: \(Self.literal(origin.rawValue)))"
+        case .resume:
+            return "try engine.resume()"
+        case .append:
+            var json = recorded.jsonValue
+            if case .object(var object) = json {
+                object["checksum"] = nil
+                object["seq"] = nil
+                object["time"] = nil
+                json = .object(object)
+            }
+            return "try tester.store.append(ImportedEvent(json: StateValue(jsonLiteral: \(Self.rawLiteral(json.json())))).event)"
+        }
     }
 
     /// What `EffectEngine.bookkeeping` leaves out of assertions: the engine's events, and its
@@ -273,7 +249,7 @@ extension CommandSpec {
     /// it, with the writes it recorded, so that the test expects today's payloads.
     /// - Throws: a ``CLIError`` (bad input) at an event read as other than one event (a split,
     ///   a drop), or that today's code cannot read.
-    private static func readThroughUpcasters(_ records: [EventRecord], through code: Projections) throws(CLIError) -> [EventRecord] {
+    static func readThroughUpcasters(_ records: [EventRecord], through code: Projections) throws(CLIError) -> [EventRecord] {
         try records.map { (record) throws(CLIError) -> EventRecord in
             switch code.upcasting(record.event) {
             case .current, .newer:
@@ -329,13 +305,7 @@ extension CommandSpec {
             let to = min(last, asked)
             guard from <= to else { throw CLIError.usage("no events in \(from)…\(to); the log has \(last)") }
             let name = arguments.value("name") ?? "events\(from)to\(to)"
-            guard let head = name.unicodeScalars.first, head == "_" || head.properties.isAlphabetic,
-                  name.unicodeScalars.allSatisfy({ $0 == "_" || $0.properties.isAlphabetic || ("0"..."9").contains($0) }) else {
-                throw CLIError.usage("--name must be a Swift identifier (letters, digits, _), not \"\(Render.escaped(name))\"")
-            }
-            if let problem = TestGenerator<Model>.nameProblem(name, imports: imports, planExpression: planExpression("\"\"")) {
-                throw CLIError.usage("--name \(name) \(problem); choose another name")
-            }
+            try TestGenerator<Model>.checkName(name, option: "name", imports: imports, planExpression: planExpression)
             let (recorded, before) = try attempt { () throws -> ([EventRecord], StateValue) in
                 var records: [EventRecord] = []
                 try store.forEachRecord(from: from, to: to) { records.append($0); return true }

@@ -44,6 +44,32 @@ import Testing
         for failure in found { removeKeptLogs(named: failure.message) }
     }
 
+    /// `eventlog shrink --testgen` on the demo's faulty session gives `Generated/ShrunkBotsTab.swift`,
+    /// compiled into this target: the one URL the session comes down to, which passes on
+    /// today's code and fails on the regression.
+    @Test func theShrunkSessionsTestIsTheOneCheckedIn() throws {
+        let directory = TemporaryDirectory()
+        let db = directory.file("faulty")
+        #expect(eventlog(["demo", "--regression", "compound-tab-filter", "--db", db]).code == 0)
+        let shrunk = eventlog(["shrink", "--replay", "--regression", "compound-tab-filter", "--testgen", "shrunkBotsTab", "--db", db])
+        #expect(shrunk.code == 0)
+        #expect(shrunk.err.hasPrefix("shrunk 147 inputs to 1 in "), "\(shrunk.err)")
+        let checkedIn = here.appendingPathComponent("Generated/ShrunkBotsTab.swift")
+        if RecordedSession.isRecording {
+            try Data(shrunk.out.utf8).write(to: checkedIn)
+            Issue.record("Wrote \(checkedIn.path) (EVENTLOG_RECORD is set). Run again without it to verify.")
+            return
+        }
+        #expect(shrunk.out == (try String(contentsOf: checkedIn, encoding: .utf8)), "regenerate it with EVENTLOG_RECORD=1")
+    }
+
+    @Test func theShrunkSessionsTestFailsOnTheRegressionAtTheFilter() throws {
+        let found = try failures { try shrunkBotsTab(model: MessengerModel(regression: .compoundTabFilter)) }
+        #expect(found.count == 1)
+        #expect(found.first?.message.contains("messenger.listFilter: − \"unread\" + (not written)") == true, "\(found.first?.message ?? "")")
+        for failure in found { removeKeptLogs(named: failure.message) }
+    }
+
     @Test func testgenSaysWhereTodaysCodeDiffersAndRefusesBadInput() throws {
         let directory = TemporaryDirectory()
         let db = directory.file("db")

@@ -197,7 +197,7 @@ package enum AnalysisCommands {
     } }
 
     /// `--where EXPR` parsed; a syntax error is bad input naming the column.
-    static func wherePredicate(_ arguments: ParsedArguments) throws(CLIError) -> StatePredicate? {
+    package static func wherePredicate(_ arguments: ParsedArguments) throws(CLIError) -> StatePredicate? {
         try arguments.value("where").map { (text) throws(CLIError) in
             do { return try StatePredicate(parsing: text) } catch { throw CLIError.badInput("--where \(error)") }
         }
@@ -312,7 +312,7 @@ package enum AnalysisCommands {
     }
 
     /// The event, its origin and cause, its writes, and optionally its diff.
-    static func describe(_ record: EventRecord, previousSeq: UInt64?, diff: [Write] = []) -> [String] {
+    package static func describe(_ record: EventRecord, previousSeq: UInt64?, diff: [Write] = []) -> [String] {
         let event = record.event
         var lines = ["  event   \(Render.escaped(event.stream))/\(Render.stepName(event))  \(event.outcome.name)  (origin \(event.origin.rawValue), \(record.time))"]
         if let cause = event.cause {
@@ -328,7 +328,7 @@ package enum AnalysisCommands {
     }
 
     /// Today's code against the recording at a divergence.
-    static func describe(_ divergence: Divergence) -> [String] {
+    package static func describe(_ divergence: Divergence) -> [String] {
         var lines = divergence.upcast.map { "  upcast  \(Render.escaped(EventShape($0).description)) \(Render.escaped($0.payload.json()))" }
         lines += ["  today's code: \(divergence.actual.outcome.name)"
                      + (divergence.actual.writes.isEmpty ? ", no writes" : ", writes " + divergence.actual.writes.map(Render.write).joined(separator: "; "))]
