@@ -22,18 +22,27 @@ public struct EventFamily: Sendable {
     /// Adds the family's code for replay: a projection for each of its streams, or its
     /// streams taken as recorded (inputs no code derives).
     public var code: @Sendable (_ code: inout Projections) -> Void
+    /// The settings of its rules that `replay --what-if` can change.
+    public var knobs: [RuleKnob]
+    /// The outcomes `replay --what-if` counts for it, as recorded and under the changed rules.
+    public var tallies: [OutcomeTally]
 
     /// A family named `name`.
     /// - Parameters:
     ///   - commands: Its commands.
     ///   - readModels: Its read models over a store; none by default.
+    ///   - knobs: The settings of its rules a what-if replay can change; none by default.
+    ///   - tallies: The outcomes a what-if replay counts; none by default.
     ///   - code: Adds its streams' code to the app's.
     public init(name: String, commands: [CommandSpec] = [],
                 readModels: @escaping @Sendable (_ store: EventStore) throws -> [any ReadModel] = { _ in [] },
+                knobs: [RuleKnob] = [], tallies: [OutcomeTally] = [],
                 code: @escaping @Sendable (_ code: inout Projections) -> Void) {
         self.name = name
         self.commands = commands
         self.readModels = readModels
+        self.knobs = knobs
+        self.tallies = tallies
         self.code = code
     }
 }

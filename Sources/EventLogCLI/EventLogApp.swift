@@ -64,6 +64,9 @@ public struct EventLogApp: Sendable {
         return nil
     }
 
+    /// Every family's knobs, for `replay --what-if`.
+    var knobs: [RuleKnob] { families.flatMap(\.knobs) }
+
     /// The `--regression` option, when the app has variants.
     var variantOption: CommandSpec.Option? {
         variants.isEmpty ? nil : .regression(variants)

@@ -31,14 +31,19 @@ package enum AnalysisCommands {
             summary counts them by stream, type and version. An old version no upcaster reads stops the
             replay there (exit 1); an event newer than today's code (a log from a newer release) replays
             as recorded, unchecked, and fails --verify unless --accept-recorded.
-            """,
+            """ + whatIfHelp(app),
         options: [
             .init(name: "to", value: "N", help: "Stop after event N (default: the newest)."),
             .init(name: "verify", value: nil, help: "Compare every recomputed event with the recording."),
             .init(name: "accept-recorded", value: nil, help: "With --verify, pass streams the code does not know and newer versions, replayed as recorded."),
-        ] + [app.variantOption].compactMap { $0 }
+        ] + (app.knobs.isEmpty ? [] : [.init(name: "what-if", value: "NAME=VALUE,…", help: "Decide the session again with these settings of the rules changed.")])
+          + [app.variantOption].compactMap { $0 }
     ) { arguments, context in
         let projection = try projections(arguments, context)
+        if !app.knobs.isEmpty, let settings = arguments.value("what-if") {
+            guard !arguments.flag("verify") else { throw CLIError.usage("--what-if decides the session again under other rules; leave out --verify") }
+            return try whatIf(settings, through: projection, arguments, context)
+        }
         let verify = arguments.flag("verify")
         let store = try context.openStore()
         let to = try arguments.last(in: store)
@@ -105,6 +110,74 @@ package enum AnalysisCommands {
         }
         return report.divergence == nil && report.unreadable == nil && readModelProblem == nil && unknown.isEmpty && newer.isEmpty ? .ok : .problem
     } }
+
+    /// The paragraph of `replay --help` on `--what-if`, with the app's knobs; empty without any.
+    static func whatIfHelp(_ app: EventLogApp) -> String {
+        guard !app.knobs.isEmpty else { return "" }
+        let width = app.knobs.map(\.name.count).max() ?? 0
+        return """
+
+
+            With --what-if the session is decided again from its recorded inputs (lookup answers, taps,
+            server answers; never a network call) with settings of the rules changed, and replay prints
+            how many events that changes, the first of them, and what each family counts before and
+            after. The settings:
+
+            """ + app.knobs.map { "  \($0.name.padding(toLength: width, withPad: " ", startingAt: 0))  \($0.summary) (\($0.values))" }.joined(separator: "\n")
+    }
+
+    /// `replay --what-if NAME=VALUE,…`: the session decided again under changed rules.
+    static func whatIf(_ text: String, through code: Projections, _ arguments: ParsedArguments, _ context: CommandContext) throws(CLIError) -> ExitCode {
+        let knobs = context.app.knobs
+        var settings: [RuleKnob.Setting] = []
+        var named: [(String, String)] = []
+        for item in text.split(separator: ",", omittingEmptySubsequences: false).map(String.init) {
+            guard let equals = item.firstIndex(of: "="), equals != item.startIndex else {
+                throw CLIError.usage("--what-if takes NAME=VALUE pairs separated by commas, not \"\(Render.escaped(item))\"")
+            }
+            let name = String(item[..<equals]), value = String(item[item.index(after: equals)...])
+            guard let knob = knobs.first(where: { $0.name == name }) else {
+                throw CLIError.usage("--what-if: no setting \"\(Render.escaped(name))\"; the settings are \(knobs.map(\.name).joined(separator: ", "))")
+            }
+            guard !named.contains(where: { $0.0 == name }) else { throw CLIError.usage("--what-if sets \(name) twice") }
+            guard let setting = knob.setting(value) else {
+                throw CLIError.usage("--what-if \(name) takes \(knob.values), not \"\(Render.escaped(value))\"")
+            }
+            settings.append(setting)
+            named.append((name, value))
+        }
+        let store = try context.openStore()
+        let to = try arguments.last(in: store)
+        let report = try attempt { try store.whatIf(through: code, changing: settings, tallies: context.app.families.flatMap(\.tallies), to: to) }
+        let title = named.map { "\($0.0)=\(Render.escaped($0.1))" }.joined(separator: ", ")
+        if context.json {
+            let first: StateValue = report.first.map { difference in
+                ["recorded": ["outcome": .string(difference.record.event.outcome.name), "writes": .array(difference.record.event.writes.map(\.jsonValue))],
+                 "seq": .int(Int64(difference.record.seq)), "stream": .string(difference.record.event.stream), "type": .string(difference.record.event.type),
+                 "whatIf": ["outcome": .string(difference.whatIf.outcome.name), "payload": difference.rewritten.payload,
+                            "writes": .array(difference.whatIf.writes.map(\.jsonValue))]]
+            } ?? .null
+            var whatIf = StateObject()
+            for (name, value) in named { whatIf[name] = .string(value) }
+            context.printJSON(["changed": .array(report.changed.map { .int(Int64($0)) }), "counts": .array(report.counts.map { count in
+                ["name": .string(count.name), "recorded": .int(Int64(count.recorded)), "whatIf": .int(Int64(count.whatIf))]
+            }), "events": .int(Int64(report.events)), "first": first, "whatIf": .object(whatIf)])
+            return .ok
+        }
+        guard let first = report.first else {
+            context.console.line("what if \(title): no event of the \(report.events) would differ")
+            return .ok
+        }
+        var lines = ["what if \(title): \(report.changed.count) of \(report.events) events would differ; the first is \(first.record.seq):"]
+        lines += describe(first.record, previousSeq: nil)
+        lines.append("  what if: \(first.whatIf.outcome.name)"
+            + (first.whatIf.writes.isEmpty ? ", no writes" : ", writes " + first.whatIf.writes.map(Render.write).joined(separator: "; ")))
+        if case .skipped(let reason) = first.whatIf.outcome { lines.append("    because \(Render.escaped(reason))") }
+        let width = report.counts.map(\.name.count).max() ?? 0
+        lines += report.counts.map { "  \($0.name.padding(toLength: width, withPad: " ", startingAt: 0))  \($0.recorded) → \($0.whatIf)" }
+        context.console.line(lines.joined(separator: "\n"))
+        return .ok
+    }
 
     /// `[{"stream": …, "type": …, "version": …, "events": N}, …]`, by shape.
     static func shapeCounts(_ counts: [EventShape: Int]) -> StateValue {
