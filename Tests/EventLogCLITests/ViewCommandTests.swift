@@ -69,6 +69,15 @@ import Testing
         // The page opens on the answer: the state panel shows the state after it.
         #expect(dom.contains(#"data-selected="\#(bisected)""#))
         #expect(dom.contains("state after \(bisected)"))
+        // Each lane is the two logs aligned: the other's track below this one's, and in the
+        // filter's lane its first tick that differs is at the first difference.
+        let lanes = dom.matches(of: /<div class="lane paired" data-path="([^"]*)">/).map { String($0.1) }
+        #expect(lanes.count == dom.matches(of: /data-log="against"/).count && lanes.contains("messenger.listFilter"), "\(lanes)")
+        let filterLane = try #require(dom.firstMatch(of: /data-path="messenger\.listFilter">(.*?)(?:<div class="lane paired"|<\/section>)/)?.1)
+        let otherTrack = try #require(filterLane.firstMatch(of: /data-log="against">(.*)/)?.1)
+        let differing = otherTrack.matches(of: /class="tick other differs" title="the other log, (\d+):[^"]*" data-index="(\d+)"/)
+        let firstDiffering = try #require(differing.first, "\(otherTrack)")
+        #expect(UInt64(firstDiffering.1) == differs && UInt64(firstDiffering.2) == differs - 1, "\(otherTrack)")
 
         // A window that ends before the answer marks nothing, and says so.
         let before = try viewedDOM(["--db", faulty, "--where", Self.faultyWhere, "--to", String(bisected - 1)])

@@ -82,6 +82,7 @@ import Testing
             #expect(outcome.out == "")
             #expect(outcome.err.hasPrefix("Error: \(message)\n"), "\(arguments): \(outcome.err)")
         }
-        #expect(eventlog(["help", "replay"]).out.contains("  maxDeclines         after this many \"Not now\" answers no optional prompt is shown (a whole number, 0 or more)\n"))
+        #expect(eventlog(["help", "replay"]).out.contains("  maxDeclines         after this many \"Not now\" answers no optional prompt is shown\n"
+                                                          + "                      (a whole number, 0 or more)\n"))
     }
 }

@@ -123,7 +123,10 @@ package enum AnalysisCommands {
             how many events that changes, the first of them, and what each family counts before and
             after. The settings:
 
-            """ + app.knobs.map { "  \($0.name.padding(toLength: width, withPad: " ", startingAt: 0))  \($0.summary) (\($0.values))" }.joined(separator: "\n")
+            """ + app.knobs.map { knob in
+                "  \(knob.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(knob.summary)\n"
+                    + String(repeating: " ", count: width + 4) + "(\(knob.values))"
+            }.joined(separator: "\n")
     }
 
     /// `replay --what-if NAME=VALUE,…`: the session decided again under changed rules.

@@ -20,8 +20,10 @@ enum ViewCommand {
             highlighted. Arrow keys and the scrubber step through the events; the search box finds where
             a path or value first appears in range (the page also reads #search=TEXT and #seq=N from its
             URL). --where marks the first event after which EXPR holds, as 'bisect --where' finds it;
-            --against marks the first event after which the state differs from log DB's; --replay marks
-            the first event today's code disagrees with, recorded and recomputed writes side by side.
+            --against marks the first event after which the state differs from log DB's and draws each
+            lane as the two logs aligned by seq (DB's ticks below, red where the two wrote differently);
+            --replay marks the first event today's code disagrees with, recorded and recomputed writes
+            side by side.
             A page holds at most 20,000 events: of a longer range, the first ones from --from, else the
             newest; it says which it shows. Without --output the page goes to stdout (with --json, the
             page's data instead); with it, one line says what was written.
@@ -58,8 +60,19 @@ enum ViewCommand {
         }
         if let other, let path = arguments.value("against") {
             let difference = try attempt { try store.firstDifference(from: other, from: range.shown.lowerBound, to: range.shown.upperBound) }
+            // The other log's writes at each event shown, for its half of the lanes; null where it has no such event.
+            let writes = try attempt { () throws -> [StateValue] in
+                var writes = [StateValue](repeating: .null, count: Int(range.shown.count))
+                let from = max(range.shown.lowerBound, try other.firstSeq() ?? .max)
+                guard from <= min(range.shown.upperBound, try other.lastSeq()) else { return writes }
+                try other.forEachRecord(from: from, to: range.shown.upperBound) { record in
+                    writes[Int(record.seq - range.shown.lowerBound)] = ViewPage.event(record)["writes"] ?? .null
+                    return true
+                }
+                return writes
+            }
             page["against"] = ["database": .string(path), "diff": .array((difference?.diff ?? []).map(\.jsonValue)),
-                               "seq": difference.map { .int(Int64($0.seq)) } ?? .null]
+                               "seq": difference.map { .int(Int64($0.seq)) } ?? .null, "writes": .array(writes)]
         }
         if let projection {
             let report = try attempt { try store.replay(through: projection, from: range.shown.lowerBound, to: range.shown.upperBound, verify: true) }

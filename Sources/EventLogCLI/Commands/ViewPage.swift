@@ -163,6 +163,13 @@ enum ViewPage {
         .lane-track { position: relative; flex: 1; contain: strict; }
         .tick { position: absolute; top: 3px; width: 3px; height: 12px; margin-left: -1px; background: #1565c0; cursor: pointer; }
         .tick.current { background: #ff8f00; top: 1px; height: 16px; }
+        .lane.paired { height: 26px; }
+        .lane-tracks { flex: 1; display: flex; flex-direction: column; }
+        .lane-tracks .lane-track { height: 13px; }
+        .lane-track.other { background: #f6f3fa; }
+        .lane-tracks .tick { top: 1px; height: 11px; }
+        .tick.other { background: #6a1b9a; }
+        .tick.differs { background: #c62828; }
         #cursor { position: absolute; top: 0; bottom: 0; width: 1px; background: #ff8f00; pointer-events: none; z-index: 1; }
         main { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: .6rem; padding: 0 1rem 1rem; }
         #timeline { background: #fff; max-height: 70vh; overflow: auto; font: 12px ui-monospace, monospace; }
@@ -364,7 +371,8 @@ enum ViewPage {
             if (seq === null) marker("against", null, "--against " + data.against.database + ": the states agree after every event in range");
             else {
               marker("against", seq, "--against " + data.against.database + ": the states first differ after event " + seq
-                + (seq < first ? " (before the range)" : "") + "; this log's state → the other's:", writesBlock(data.against.diff));
+                + (seq < first ? " (before the range)" : "") + " (each lane: this log above, the other below, a red tick where they wrote differently); this log's state → the other's:",
+                writesBlock(data.against.diff));
               mark(seq, "data-diverges", "true");
             }
           }
@@ -384,6 +392,9 @@ enum ViewPage {
           const lanesNote = element("div", "lane-name");
           lanes.append(lanesNote);
           const tracks = new Map();
+          // With --against, each lane is two tracks aligned by seq: this log's, and the other's.
+          const paired = Boolean(data.against);
+          const otherTracks = new Map();
           const ticks = [];
           const ticksByIndex = new Map();
           const leftOut = new Set();
@@ -397,16 +408,29 @@ enum ViewPage {
             const name = element("div", "lane-name", path);
             name.title = shown(path);
             const track = element("div", "lane-track");
-            lane.append(name, track);
+            if (paired) {
+              lane.classList.add("paired");
+              const other = element("div", "lane-track other");
+              other.setAttribute("data-log", "against");
+              const both = element("div", "lane-tracks");
+              both.append(track, other);
+              lane.append(name, both);
+              otherTracks.set(path, other);
+            } else {
+              lane.append(name, track);
+            }
             lanes.insertBefore(lane, lanesNote);
             tracks.set(path, track);
             return track;
           }
+          // Whether the other log wrote `write`'s path to another value at the same event, or not at all.
+          const otherWrites = (index) => (paired && data.against.writes[index]) || [];
+          const writesDiffer = (write, writes) => !writes.some((other) => other.path === write.path && JSON.stringify(other.new) === JSON.stringify(write.new));
           function addTicks(index) {
             for (const write of events[index].writes) {
               const track = trackFor(write.path);
               if (track === null) continue;
-              const tick = element("span", "tick");
+              const tick = element("span", "tick" + (paired && writesDiffer(write, otherWrites(index)) ? " differs" : ""));
               tick.style.left = (position(index) * 100).toFixed(3) + "%";
               tick.title = shown(events[index].seq + ": " + brief(write.old, 80) + " → " + brief(write.new, 80));
               tick.dataset.index = String(index);
@@ -414,6 +438,14 @@ enum ViewPage {
               ticks.push(tick);
               if (!ticksByIndex.has(index)) ticksByIndex.set(index, []);
               ticksByIndex.get(index).push(tick);
+            }
+            for (const write of otherWrites(index)) {
+              if (trackFor(write.path) === null) continue;
+              const tick = element("span", "tick other" + (writesDiffer(write, events[index].writes) ? " differs" : ""));
+              tick.style.left = (position(index) * 100).toFixed(3) + "%";
+              tick.title = shown("the other log, " + events[index].seq + ": " + brief(write.old, 80) + " → " + brief(write.new, 80));
+              tick.dataset.index = String(index);
+              otherTracks.get(write.path).append(tick);
             }
           }
           function describeLanes() {
@@ -423,7 +455,9 @@ enum ViewPage {
           // The lanes of the paths the first selected event wrote (the marked one) come first, then by path.
           const focus = new Set((events[initialIndex] ? events[initialIndex].writes : []).map((write) => String(write.keys[0])));
           const topKey = new Map();
-          events.forEach((event) => event.writes.forEach((write) => { if (!topKey.has(write.path)) topKey.set(write.path, String(write.keys[0])); }));
+          events.forEach((event, index) => event.writes.concat(otherWrites(index)).forEach((write) => {
+            if (!topKey.has(write.path)) topKey.set(write.path, String(write.keys[0]));
+          }));
           [...topKey.keys()].sort((a, b) => {
             const [fa, fb] = [a, b].map((path) => focus.has(topKey.get(path)) ? 0 : 1);
             return fa - fb || (a < b ? -1 : a > b ? 1 : 0);
