@@ -15,6 +15,8 @@ struct Sizes {
     var objectUpdates: Int
     var fetches: Int
     var perProducer: Int
+    /// Events appended one at a time by append.queued.
+    var queuedEvents: Int
     var importEvents: Int
     /// The size of the deploy.download update, in MB, and how many assets it is split into.
     var deployMegabytes: Int
@@ -33,12 +35,12 @@ struct Sizes {
 
     static let quick = Sizes(singleCommits: 100, batchEvents: [1: 500, 100: 5_000, 10_000: 50_000], logEvents: 100_000,
                              snapshotProbes: 2_000, bisects: 20, objects: 10_000, objectUpdates: 40_000, fetches: 5_000, perProducer: 50,
-                             importEvents: 50_000, deployMegabytes: 20, deployFiles: 4, followEvents: 50,
+                             queuedEvents: 2_000, importEvents: 50_000, deployMegabytes: 20, deployFiles: 4, followEvents: 50,
                              fleetEvents: 10_000, fleetLogs: 10, fleetEventsPerLog: 1_000, retentionKeep: 1_000,
                              flatEvents: 200_000, flatKeep: 10_000)
     static let full = Sizes(singleCommits: 500, batchEvents: [1: 5_000, 100: 50_000, 10_000: 500_000], logEvents: 1_000_000,
                             snapshotProbes: 20_000, bisects: 100, objects: 100_000, objectUpdates: 400_000, fetches: 50_000, perProducer: 250,
-                            importEvents: 2_000_000, deployMegabytes: 200, deployFiles: 20, followEvents: 500,
+                            queuedEvents: 20_000, importEvents: 2_000_000, deployMegabytes: 200, deployFiles: 20, followEvents: 500,
                             fleetEvents: 100_000, fleetLogs: 100, fleetEventsPerLog: 10_000, retentionKeep: 10_000,
                             flatEvents: 4_000_000, flatKeep: 100_000)
 }
@@ -80,6 +82,38 @@ enum Scenarios {
         for subject in subjects { subject.close() }
         return ScenarioReport(name: name, summary: summary, measurements: measurements,
                               note: "ops/s are events per second; latencies are per commit of \(batch) event\(batch == 1 ? "" : "s")")
+    }
+
+    /// `events` appended one at a time, as an app appends one per tap: queued (`enqueue`,
+    /// durable commits shared by the writer thread, timed until `flush` returns, so that every
+    /// event is committed) against SQLite in WAL mode with `synchronous=NORMAL` committing
+    /// one row at a time, the same events (encoding timed on both sides).
+    static func queued(events: Int) throws -> ScenarioReport {
+        let scratch = Scratch()
+        var workload = Workload()
+        let input = workload.next(events)
+        var options = EventStore.Options()
+        options.initialMapSize = 1 << 30
+        let store = try EventStore(path: scratch.file("eventlog.lmdb"), options: options)
+        let engine = time {
+            for event in input { store.enqueue(event) }
+            store.flush()
+        }
+        guard try store.lastSeq() == UInt64(events), try store.verify().isOK else {
+            throw BenchmarkError(description: "queued appends did not commit every event")
+        }
+        var sqlite = try SQLiteSubject(path: scratch.file("sqlite.db"), fast: true)
+        defer { sqlite.close() }
+        let peer = try time {
+            for (offset, event) in input.enumerated() {
+                sqlite.prepare([event], firstSeq: UInt64(offset + 1))
+                try sqlite.commit()
+            }
+        }
+        return ScenarioReport(name: "append.queued", summary: "one event at a time: queued, durable commits shared, against one SQLite commit each",
+                              measurements: [Measurement(subject: "eventlog, queued", operations: events, seconds: engine),
+                                             Measurement(subject: "sqlite NORMAL, a commit each", operations: events, seconds: peer)],
+                              note: "\(events) events; eventlog durable (fsync per shared commit), SQLite WAL synchronous=NORMAL (no fsync per commit)")
     }
 
     /// `producers` threads each append `perProducer` events durably: with group commit

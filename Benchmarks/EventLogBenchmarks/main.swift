@@ -69,7 +69,7 @@ let typedObjectScenarios = ["objects.typed.create", "objects.typed.update", "obj
 let fleetScenarios = ["fleet.ship", "fleet.pull", "fleet.bisect"]
 /// The scenarios that run the release `eventlog` binary.
 let binaryScenarios = ["import.jsonl", "deploy.download", "deploy.download.second", "follow.latency"]
-let allScenarios = ["append.durable.single"] + batchRuns.map(\.name) + ["append.concurrent"] + objectScenarios + typedObjectScenarios
+let allScenarios = ["append.durable.single"] + batchRuns.map(\.name) + ["append.queued", "append.concurrent"] + objectScenarios + typedObjectScenarios
     + readSteps.flatMap(\.1) + ["retention.compact", "retention.flat"] + binaryScenarios + fleetScenarios
 let filter = only
 func wanted(_ name: String) -> Bool { filter.map { name.contains($0) } ?? true }
@@ -104,6 +104,7 @@ do {
                                   events: sizes.batchEvents[batch]!, batch: batch, fast: fast, only: subject)]
         }
     }
+    try step("append.queued") { [try Scenarios.queued(events: sizes.queuedEvents)] }
     try step("append.concurrent") { [try Scenarios.concurrent(producers: 16, perProducer: sizes.perProducer)] }
     try step("objects", reporting: objectScenarios) {
         try Scenarios.objects(count: sizes.objects, updates: sizes.objectUpdates, fetches: sizes.fetches)

@@ -17,8 +17,8 @@ enum CounterRules: EventRules {
 }
 
 extension EventFamily {
-    /// The counter: its stream recomputed by its rules on replay, `increment` and `count`.
-    static let counter = EventFamily(name: "counter", commands: [increment, count]) { code in
+    /// The counter: its stream recomputed by its rules on replay, `increment`, `tap` and `count`.
+    static let counter = EventFamily(name: "counter", commands: [increment, tap, count]) { code in
         code.recompute(by: CounterRules.self)
     }
 
@@ -26,6 +26,33 @@ extension EventFamily {
         let store = try context.openStore(writable: true)
         try store.transact { batch in
             try CounterRules.append(Event(stream: CounterRules.stream, type: "increment", origin: "cli"), at: store.clock.now(), to: &batch)
+        }
+        return .ok
+    }
+
+    /// An app's taps: each a queued append (`EventStore.enqueue`) that returns before it
+    /// commits; the writer thread commits what is queued together.
+    static let tap = CommandSpec(
+        name: "tap",
+        summary: "Add one to the counter N times, an event queued per tap as an app's taps would be.",
+        discussion: "Each tap returns before its event commits; every 100th tap waits for its commit and prints its seq.",
+        options: [.init(name: "times", value: "N", help: "How many taps (default 1).")],
+        writes: true
+    ) { arguments, context in
+        let times = try arguments.count("times") ?? 1
+        let store = try context.openStore(writable: true)
+        let clock = store.clock
+        for tap in 1...times {
+            let queued = store.enqueue { state in
+                var event = Event(stream: CounterRules.stream, type: "increment", origin: "tap")
+                event.writes = try CounterRules.writes(for: event, in: state, at: clock.now()).get()
+                return event
+            }
+            guard tap % 100 == 0 || tap == times else { continue }
+            // The queue commits in order: this one committed, so did every tap before it.
+            let record = try queued.committed()
+            context.console.line("committed \(record.seq)")
+            context.console.flush()
         }
         return .ok
     }

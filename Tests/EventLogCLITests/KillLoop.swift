@@ -12,14 +12,14 @@ import Foundation
 ///   - deadline: No round starts after it.
 ///   - body: Makes the round's child (by `spawnEventlog`, say, with the input it reads),
 ///     hands it to `runAndKill` once, and then checks the outcome. `runAndKill` sends the
-///     child's stdout and stderr to `/dev/null`, runs it, kills it as above, and returns once
+///     child's stdout and stderr to `/dev/null` unless the body set them, runs it, kills it as above, and returns once
 ///     it has ended (its `terminationReason` says whether it was killed).
 func killAtRandomMoments(rounds: some Sequence<Int>, within fraction: Double = 1, until deadline: Date = .distantFuture,
                          _ body: (_ round: Int, _ runAndKill: (Process) throws -> Void) throws -> Void) throws {
     var longest: Double?
     func runAndKill(_ process: Process) throws {
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        if process.standardOutput == nil { process.standardOutput = FileHandle.nullDevice }
+        if process.standardError == nil { process.standardError = FileHandle.nullDevice }
         let started = Date()
         try process.run()
         if let longest {

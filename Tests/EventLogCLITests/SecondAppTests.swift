@@ -190,4 +190,38 @@ import Testing
         let demo = try linked("eventlog")
         for library in ["libnats", "libcrypto", "libcurl"] { #expect(demo.contains(library), "\(demo)") }
     }
+
+    /// SIGKILL at random moments of `counter-log tap --times 20000`, whose taps are queued
+    /// appends committed together by a writer thread, at least 60 times: afterwards the log
+    /// verifies, holds every tap the command printed as committed, and its counter equals its
+    /// last seq (every event whole: a commit takes a batch entirely or not at all).
+    @Test func killedWhileTappingNothingAcknowledgedIsLostAndEveryCommitIsWhole() throws {
+        var outcomes = (killed: 0, finished: 0)
+        let deadline = Date().addingTimeInterval(150)
+        try killAtRandomMoments(rounds: 0...100, until: deadline) { round, runAndKill in
+            let db = dir.file("taps-\(round).lmdb")
+            let printed = dir.file("taps-\(round).out")
+            #expect(FileManager.default.createFile(atPath: printed, contents: nil))
+            let process = try spawnEventlog(["tap", "--times", "20000", "--db", db], executable: "counter-log")
+            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: printed))
+            try runAndKill(process)
+            let finished = process.terminationReason == .exit && process.terminationStatus == 0
+            if finished { outcomes.finished += 1 } else { outcomes.killed += 1 }
+            let acknowledged = try String(contentsOfFile: printed, encoding: .utf8).split(separator: "\n")
+                .compactMap { $0.hasPrefix("committed ") ? Int64($0.dropFirst("committed ".count)) : nil }.max() ?? 0
+            guard FileManager.default.fileExists(atPath: db + "/data.mdb") else {
+                #expect(acknowledged == 0, "round \(round): \(acknowledged) acknowledged and no log")
+                return
+            }
+            let verified = try runEventlog(["verify", "--db", db], executable: "counter-log")
+            #expect(verified.code == 0, "round \(round): \(verified.out)\(verified.err)")
+            let last = try StateValue(json: try runEventlog(["info", "--json", "--db", db], executable: "counter-log").out)["lastSeq"]?.intValue ?? 0
+            #expect(last >= acknowledged && (!finished || last == 20_000), "round \(round): \(last) events, \(acknowledged) acknowledged")
+            #expect(try runEventlog(["count", "--db", db], executable: "counter-log").out == "\(last)\n", "round \(round)")
+            try FileManager.default.removeItem(atPath: db)
+        }
+        #expect(outcomes.killed >= 60, "\(outcomes)")
+        #expect(outcomes.finished > 0, "\(outcomes)")
+    }
+
 }

@@ -70,6 +70,7 @@ public final class EventStore: @unchecked Sendable {
     /// The seq of the base last read from the meta (0: none), for `window(in:)`.
     let knownBase = Atomic<UInt64>(0)
     let groupCommitter = GroupCommitter()
+    let appendQueue = AppendQueue()
     /// Why this store's last retention step failed; while set, it runs no more.
     let retentionFailure = Locked<(any Error)?>(nil)
 
