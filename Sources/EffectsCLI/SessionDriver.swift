@@ -6,7 +6,8 @@ import EventLogCLI
 /// code, on a scratch log: what `testgen` turns into a test, and what `shrink` re-runs with
 /// fewer inputs. A plan's start runs the plan its recorded source (a URL) names; a step
 /// outside a plan is applied again; a waiting plan is resumed; any other event (an object
-/// save, an update check) is appended as recorded.
+/// save, an update check) is appended, decided again by `rules` when they recompute its
+/// stream, else as recorded.
 struct SessionDriver<Model: EffectModel> {
     typealias Engine = EffectEngine<Model>
 
@@ -14,6 +15,9 @@ struct SessionDriver<Model: EffectModel> {
     var model: Model
     /// The plan a recorded plan start's source (its URL) runs.
     var plan: (String) throws -> Plan<Model.Effect>
+    /// The code that decides the other events again from their payload and the state they
+    /// are appended to (an update check's lookup answer, say); `nil`: they are appended as recorded.
+    var rules: Projections? = nil
 
     /// One entry-point call of a session.
     enum Call {
@@ -23,8 +27,10 @@ struct SessionDriver<Model: EffectModel> {
         case apply(Step<Model.Effect>, origin: Origin)
         /// The waiting plan re-checked; nothing when no plan waits.
         case resume
-        /// An event no entry point makes, appended as recorded but for its writes' old
-        /// values, which are the state's there (an input left out before may have changed them).
+        /// An event no entry point makes. When `rules` recompute its stream, they decide its
+        /// outcome and writes on the state it is appended to; else it is appended as recorded
+        /// but for its writes' old values, which are the state's there (an input left out
+        /// before may have changed them).
         case append(Event)
     }
 
@@ -148,7 +154,13 @@ struct SessionDriver<Model: EffectModel> {
             return try session.engine.resume()?.records ?? []
         case .append(var event):
             return [try session.store.transact { batch in
-                event.writes = event.writes.map { Write($0.path, old: batch.state[$0.path], new: $0.new) }
+                let record = EventRecord(seq: batch.lastSeq + 1, time: session.clock.now, event: event, checksum: 0)
+                if let decided = rules?.recompute(record, in: batch.state) {
+                    event.outcome = decided.outcome
+                    event.writes = decided.writes
+                } else {
+                    event.writes = event.writes.map { Write($0.path, old: batch.state[$0.path], new: $0.new) }
+                }
                 return try batch.append(event)
             }]
         }
@@ -157,13 +169,13 @@ struct SessionDriver<Model: EffectModel> {
 
 extension SessionDriver.Input {
     /// `tap botmessages://bots?filter=unread`, `system applies navigation/pop`,
-    /// `resume the waiting plan`, `objects/saved as recorded`.
+    /// `resume the waiting plan`, `updates/declined`.
     var summary: String {
         switch call {
         case .run(let source, let origin): "\(origin.rawValue) \(Render.escaped(source))"
         case .apply(let step, let origin): "\(origin.rawValue) applies \(Render.escaped(step.description))"
         case .resume: "resume the waiting plan"
-        case .append(let event): "\(Render.escaped(event.stream))/\(Render.escaped(event.type)) as recorded"
+        case .append(let event): "\(Render.escaped(event.stream))/\(Render.escaped(event.type))"
         }
     }
 }

@@ -25,7 +25,9 @@ extension CommandSpec {
             discussion: """
                 The inputs are the session's entry-point calls, taken from the log: plans started by a tap,
                 a URL, a test or a capture; steps applied outside a plan; waiting plans resumed; and the
-                events no entry point makes (object saves, update checks, deploys), appended as recorded.
+                events no entry point makes: those of a family with rules (an update check with its
+                recorded lookup answer, a deploy transition) decided again by them, the others (object
+                saves) appended as recorded.
                 Each run drives a subset of them, in order and at their recorded times, from the log's
                 first state through the code on a scratch log, and keeps the subset when it still fails:
                   --where EXPR   the state after some event satisfies EXPR (as 'bisect --where')
@@ -79,13 +81,13 @@ extension CommandSpec {
 
             let scratch = try ScratchLogs()
             defer { scratch.removeAll() }
-            let driver = SessionDriver(model: model(variant), plan: plan)
+            let driver = SessionDriver(model: model(variant), plan: plan, rules: try attempt { try context.app.projections(variant) })
             let inputs = try attempt { try driver.inputs(of: session, before: before, scratch: try scratch.make()) }
             guard !inputs.isEmpty else { throw CLIError.badInput("the log holds no input to shrink: nothing but the initial state") }
 
-            // What fails, on a log driven with some of the inputs; for --replay, the stream the
-            // whole session first disagrees at, so that another disagreement (an update check
-            // judged without the checks left out before it) is not taken for this one.
+            // What fails, on a log driven with some of the inputs; for --replay, at the stream the
+            // whole session first disagrees at, so that another disagreement (an object save
+            // appended as recorded next to code that no longer agrees with it) is not taken for it.
             var failingStream: String?
             func failure(in log: EventStore) throws -> Failure? {
                 if let predicate {
@@ -166,7 +168,7 @@ extension CommandSpec {
                 if testName == nil { context.console.line(text) } else { context.console.error(text) }
             }
             if let testName {
-                let todays = SessionDriver(model: model(nil), plan: plan)
+                let todays = SessionDriver(model: model(nil), plan: plan, rules: today)
                 let generator = TestGenerator(model: model(nil), imports: imports, plan: plan, planExpression: planExpression)
                 let command = "\(context.app.name) shrink " + (predicate.map { "--where \($0.description)" } ?? "--replay")
                     + (variant.map { " --regression \($0)" } ?? "") + " --testgen \(testName)"

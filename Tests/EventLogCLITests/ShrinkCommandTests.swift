@@ -52,6 +52,25 @@ import Testing
         #expect(try StateValue(json: wrongFilter.out)["inputs"] == [["seq": 110, "input": "tap botmessages://bots?filter=unread"]])
     }
 
+    /// The update checks are decided again by their rules on the shrunk session's state, so a
+    /// failure that needs two declines keeps a lookup, two prompts and two declines: a recorded
+    /// decline alone would write the count it had reached.
+    @Test func aFailureThatNeedsTwoDeclinesKeepsTwoPromptsAndTheirDeclines() throws {
+        let directory = TemporaryDirectory()
+        let db = directory.file("demo")
+        #expect(eventlog(["demo", "--db", db]).code == 0)
+        let shrunk = eventlog(["shrink", "--where", #"messenger.selectedTab == "bots" && updates.declineCount >= 2"#, "--db", db, "--json"])
+        #expect(shrunk.code == 0, "\(shrunk.err)")
+        let report = try StateValue(json: shrunk.out)
+        #expect(report["oneMinimal"] == true)
+        let inputs = (report["inputs"]?.arrayValue ?? []).compactMap { $0["input"]?.stringValue }
+        #expect(inputs.filter { $0 == "updates/promptDecided" }.count == 2, "\(inputs)")
+        #expect(inputs.filter { $0 == "updates/declined" }.count == 2, "\(inputs)")
+        #expect(inputs.filter { $0 == "updates/storeVersionFound" }.count == 1, "\(inputs)")
+        #expect(inputs.filter { $0.hasPrefix("tap botmessages://bots") || $0.hasPrefix("url botmessages://bots") }.count == 1, "\(inputs)")
+        #expect(inputs.count == 6, "\(inputs)")
+    }
+
     /// Random sessions of the demo: each shrinks to one input, proved 1-minimal, that fails
     /// alone when driven again by hand.
     @Test(arguments: [2, 3, 4, 5, 6])
