@@ -163,7 +163,7 @@ import Testing
 
 @Suite struct ParsingTests {
     @Test(arguments: [
-        (["frob"], "Error: unknown command 'frob'; the commands are: info, log, history, watch, show, snapshot, diff, verify, salvage, export, import, rebuild, compact, open, routes, capture, testgen, demo, objects, update-check, deploy, ship, pull, fleet, replay, bisect, view\nUsage: eventlog <command> [arguments] [--db PATH] [--json]\n"),
+        (["frob"], "Error: unknown command 'frob'; the commands are: info, log, history, watch, show, snapshot, diff, verify, salvage, export, import, rebuild, compact, open, routes, capture, testgen, shrink, demo, objects, update-check, deploy, ship, pull, fleet, replay, bisect, view\nUsage: eventlog <command> [arguments] [--db PATH] [--json]\n"),
         (["log", "--bogus"], "Error: unknown option '--bogus' for 'log'\nUsage: eventlog log [--from N] [--to N] [--stream S[,S…]] [--type T[,T…]] [--outcome O[,O…]] [--hide-noop] [--touching PATH] [--follow] [--db PATH] [--json]\n"),
         (["log", "--from"], "Error: --from needs a value (N)\nUsage: eventlog log [--from N] [--to N] [--stream S[,S…]] [--type T[,T…]] [--outcome O[,O…]] [--hide-noop] [--touching PATH] [--follow] [--db PATH] [--json]\n"),
         (["show"], "Error: missing N\nUsage: eventlog show N [--path PATH] [--db PATH] [--json]\n"),
