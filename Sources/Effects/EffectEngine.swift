@@ -57,6 +57,9 @@ public final class EffectEngine<Model: EffectModel>: @unchecked Sendable {
     /// The plan still waiting, if any; its lock also makes the engine's calls take turns.
     private let active = Locked<ActivePlan?>(nil)
 
+    /// The id of the plan still waiting (``Status/waiting(for:deadline:)``), if any.
+    public var waitingPlan: String? { active.withLock { $0?.id } }
+
     /// The stream of plan start events.
     public static var planStream: String { "plans" }
     /// The stream of navigation steps (push, pop, present, …), in a plan or applied alone.

@@ -68,8 +68,12 @@ struct SessionDriver<Model: EffectModel> {
         let store = try EventStore(path: path, options: options)
         let seeds = Self.seeds(before)
         if !seeds.isEmpty {
-            try store.append(Event(stream: Engine.initialStateStream, type: "initialState",
-                                   writes: seeds.map { Write(StatePath([.key($0.key)]), old: nil, new: $0.value) }))
+            do {
+                try store.append(Event(stream: Engine.initialStateStream, type: "initialState",
+                                       writes: seeds.map { Write(StatePath([.key($0.key)]), old: nil, new: $0.value) }))
+            } catch EventStoreError.limitExceeded(let reason) {
+                throw CLIError.badInput("the state the log starts from (its compacted base) is too big for the one event that starts a scratch log: \(reason)")
+            }
         }
         return Session(store: store, engine: try Engine(store: store, model: model), clock: clock)
     }
@@ -96,13 +100,8 @@ struct SessionDriver<Model: EffectModel> {
         let startIndex = event.outcome == .cancelled ? records[index...].firstIndex { $0.event.stream == Engine.planStream } : index
         if let startIndex, records[startIndex].event.stream == Engine.planStream, records[startIndex].event.type == "planStarted" {
             let start = records[startIndex].event
-            let source = start.cause?.source ?? ""
-            do { _ = try plan(source) } catch {
-                throw CLIError.badInput("event #\(records[startIndex].seq): "
-                    + (source.isEmpty ? "its plan records no source to rebuild it from" : "cannot rebuild the plan of \"\(Render.escaped(source))\": \(error)"))
-            }
-            let call = Call.run(source: source, origin: start.origin)
-            return (call, try make(call, on: session))
+            let planned = try plan(startedBy: records[startIndex])
+            return (.run(source: start.cause?.source ?? "", origin: start.origin), try session.engine.run(planned, origin: start.origin).records)
         }
         let isStep = event.stream == model.stream || event.stream == Engine.navigationStream
         if isStep, event.cause == nil, let step = Step<Model.Effect>(name: event.type, arguments: event.payload) {
@@ -115,21 +114,64 @@ struct SessionDriver<Model: EffectModel> {
         return (.append(event), try make(.append(event), on: session))
     }
 
+    /// The plan a recorded plan start runs: the one its source (a URL) names.
+    /// - Throws: A ``CLIError`` (bad input) when it records no source, or one `plan` refuses.
+    func plan(startedBy record: EventRecord) throws(CLIError) -> Plan<Model.Effect> {
+        let source = record.event.cause?.source ?? ""
+        do { return try plan(source) } catch {
+            throw CLIError.badInput("event #\(record.seq): "
+                + (source.isEmpty ? "its plan records no source to rebuild it from" : "cannot rebuild the plan of \"\(Render.escaped(source))\": \(error)"))
+        }
+    }
+
     /// The inputs of `records` (a contiguous range of a log that starts in the state
-    /// `before`), found by making every call on a scratch log at `scratch` (an empty directory).
-    /// - Throws: The errors of ``next(from:in:session:)``.
+    /// `before`), found by making every call on a scratch log at `scratch` (an empty directory):
+    /// each plan start, each step outside a plan, each moment the recording resumed a plan
+    /// today's code still has waiting (a step of it recorded while it waits), and every event
+    /// no entry point makes. The other steps of a plan started in the range are what its calls
+    /// make, not inputs, wherever they lie; those of a plan started before the range are
+    /// appended as recorded.
+    /// - Throws: A ``CLIError`` (bad input) when a plan start records no source, or one its
+    ///   `plan` refuses; the session's errors.
     func inputs(of records: [EventRecord], before: StateValue, scratch: String) throws -> [Input] {
         guard let first = records.first else { return [] }
         let session = try session(at: scratch, before: before, start: first.time)
         var inputs: [Input] = []
-        var index = Self.firstCall(in: records, before: before)
-        while index < records.count {
-            _ = session.advance(to: records[index].time)
-            let (call, made) = try next(from: index, in: records, session: session)
-            inputs.append(Input(call: call, time: records[index].time, seq: records[index].seq))
-            index += max(1, made.count)
+        // Each recorded plan started in the range, by id, and the id today's run of it has.
+        var driven: [String: String] = [:]
+        for record in records[Self.firstCall(in: records, before: before)...] {
+            do {
+                if let input = try input(at: record, driven: &driven, on: session) { inputs.append(input) }
+            } catch let error as EventStoreError {
+                throw CLIError.badInput("the session cannot be driven again: at event #\(record.seq), \(error)")
+            }
         }
         return inputs
+    }
+
+    /// The input `record` is, made on `session`; `nil` when it is what an input made.
+    private func input(at record: EventRecord, driven: inout [String: String], on session: Session) throws -> Input? {
+        _ = session.advance(to: record.time)
+        let event = record.event
+        let call: Call
+        if event.stream == Engine.planStream, event.type == "planStarted" {
+            call = .run(source: event.cause?.source ?? "", origin: event.origin)
+            let run = try session.engine.run(try plan(startedBy: record), origin: event.origin)
+            if let id = event.cause?.id { driven[id] = run.id }
+        } else if let id = event.cause?.id, let today = driven[id] {
+            // A step of a plan driven here: made by its calls, unless the plan still waits today.
+            guard event.outcome != .cancelled, session.engine.waitingPlan == today,
+                  let resumed = try session.engine.resume(), !resumed.records.isEmpty else { return nil }
+            call = .resume
+        } else if (event.stream == model.stream || event.stream == Engine.navigationStream), event.cause == nil,
+                  let step = Step<Model.Effect>(name: event.type, arguments: event.payload) {
+            call = .apply(step, origin: event.origin)
+            _ = try make(call, on: session)
+        } else {
+            call = .append(event)
+            _ = try make(call, on: session)
+        }
+        return Input(call: call, time: record.time, seq: record.seq)
     }
 
     /// Makes `inputs`, in order, each at its time, on a new log at `path` started in `before`.

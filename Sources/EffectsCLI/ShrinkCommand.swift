@@ -66,7 +66,8 @@ extension CommandSpec {
                 try TestGenerator<Model>.checkName(testName, option: "testgen", imports: imports, planExpression: planExpression)
             }
             let maxRuns = try arguments.count("max-runs") ?? 5_000
-            let deadline = try arguments.seconds("timeout").map { Date().addingTimeInterval($0) }
+            let began = Date()
+            let deadline = try arguments.seconds("timeout").map { began.addingTimeInterval($0) }
 
             let store = try context.openStore()
             let (records, before) = try attempt { () throws -> ([EventRecord], StateValue) in
@@ -79,10 +80,20 @@ extension CommandSpec {
             let today = try attempt { try context.app.projections(nil) }
             let session = try readThroughUpcasters(records, through: today)
 
+            // Ctrl-C from here on ends the call with what it found, and its scratch logs gone.
+            let signals = InterruptSignals()
+            defer { signals.stop() }
             let scratch = try ScratchLogs()
             defer { scratch.removeAll() }
+            func endIfInterrupted(saying text: String) {
+                guard signals.received != 0 else { return }
+                scratch.removeAll()
+                context.console.flush()
+                InterruptSignals.exit(saying: text, signal: signals.received)
+            }
             let driver = SessionDriver(model: model(variant), plan: plan, rules: try attempt { try context.app.projections(variant) })
-            let inputs = try attempt { try driver.inputs(of: session, before: before, scratch: try scratch.make()) }
+            let inputs = try scratch.attempting { try driver.inputs(of: session, before: before, scratch: try scratch.make()) }
+            endIfInterrupted(saying: "nothing was shrunk")
             guard !inputs.isEmpty else { throw CLIError.badInput("the log holds no input to shrink: nothing but the initial state") }
 
             // What fails, on a log driven with some of the inputs; for --replay, at the stream the
@@ -114,13 +125,10 @@ extension CommandSpec {
                 }
             }
 
-            let signals = InterruptSignals()
-            defer { signals.stop() }
-            let began = Date()
             var shrinking = Shrinking(inputs, maxRuns: maxRuns)
             shrinking.shouldStop = { signals.received != 0 || deadline.map { Date() >= $0 } == true }
             shrinking.progress = { best in context.console.progress("shrinking: \(best.runs) runs, \(best.inputs.count) of \(inputs.count) inputs fail") }
-            let outcome = try attempt {
+            let outcome = try scratch.attempting {
                 try shrinking.run { subset in
                     let run = try drive(subset, through: driver)
                     scratch.remove(run.path)
@@ -130,12 +138,13 @@ extension CommandSpec {
             context.console.endProgress()
             let seconds = Date().timeIntervalSince(began)
             guard let (result, stopped) = outcome else {
+                endIfInterrupted(saying: "nothing was shrunk")
                 throw CLIError.problem(predicate.map { "nothing to shrink: \($0.description) holds after no event of the session driven again" }
                     ?? "nothing to shrink: today's code agrees with the session driven again"
                        + (variant == nil ? " (say which code recorded it with --regression)" : " through \(variant!)"))
             }
             // The shrunk session once more, for its first bad event.
-            let shrunk = try attempt { () throws -> Failure? in
+            let shrunk = try scratch.attempting { () throws -> Failure? in
                 let run = try drive(result.inputs, through: driver)
                 defer { scratch.remove(run.path) }
                 return run.failure
@@ -165,14 +174,16 @@ extension CommandSpec {
                     if let divergence = shrunk.divergence { lines += AnalysisCommands.describe(divergence) }
                 }
                 let text = lines.joined(separator: "\n")
-                if testName == nil { context.console.line(text) } else { context.console.error(text) }
+                if testName == nil { context.console.line(text) } else { context.console.error(text + "\n") }
             }
-            if let testName {
+            if testName != nil, result.inputs.isEmpty {
+                context.console.error("shrink: the failure needs no input (it holds in the state the log starts from): there is no test to write\n")
+            } else if let testName {
                 let todays = SessionDriver(model: model(nil), plan: plan, rules: today)
                 let generator = TestGenerator(model: model(nil), imports: imports, plan: plan, planExpression: planExpression)
                 let command = "\(context.app.name) shrink " + (predicate.map { "--where \($0.description)" } ?? "--replay")
                     + (variant.map { " --regression \($0)" } ?? "") + " --testgen \(testName)"
-                let output = try attempt {
+                let output = try scratch.attempting {
                     try scratch.log(of: result.inputs, driver: todays, before: before, start: start) { log in
                         var records: [EventRecord] = []
                         try log.forEachRecord(from: SessionDriver<Model>.seeds(before).isEmpty ? 1 : 2) { records.append($0); return true }
@@ -184,10 +195,7 @@ extension CommandSpec {
                     context.console.error("shrink: today's code differs from the shrunk session at \(divergence); the test fails there")
                 }
             }
-            if interrupted != 0 {
-                scratch.removeAll()
-                InterruptSignals.exit(saying: "the smallest failing inputs found so far are above", signal: interrupted)
-            }
+            endIfInterrupted(saying: "the smallest failing inputs found so far are above")
             return .ok
         }
     }
@@ -221,7 +229,19 @@ private final class ScratchLogs {
     private var live: Set<String> = []
 
     init() throws(CLIError) {
-        try attempt { try EventStore.makeScratch(at: root) }
+        do { try EventStore.makeScratch(at: root) } catch {
+            throw CLIError.unavailable("cannot make the scratch directory \(root) (TMPDIR): \(error)")
+        }
+    }
+
+    /// `attempt`, with an error of a scratch log's storage named as the scratch's: a full or
+    /// read-only temporary directory is not the database's fault.
+    func attempting<R>(_ body: () throws -> R) throws(CLIError) -> R {
+        try attempt {
+            do { return try body() } catch let error as LMDBError {
+                throw CLIError.unavailable("a scratch log under \(root) (TMPDIR) failed: \(error)")
+            }
+        }
     }
 
     /// A new empty directory for a log.

@@ -122,8 +122,9 @@ struct TestGenerator<Model: EffectModel> {
     /// Refuses `name` for the test (given as `--OPTION`) unless it is a Swift identifier that
     /// ``nameProblem(_:imports:planExpression:)`` finds nothing wrong with.
     static func checkName(_ name: String, option: String, imports: [String], planExpression: (String) -> String) throws(CLIError) {
-        guard let head = name.unicodeScalars.first, head == "_" || head.properties.isAlphabetic,
-              name.unicodeScalars.allSatisfy({ $0 == "_" || $0.properties.isAlphabetic || ("0"..."9").contains($0) }) else {
+        // Unicode's identifier properties: no combining mark may start one, as in Swift.
+        guard let head = name.unicodeScalars.first, head == "_" || head.properties.isXIDStart,
+              name.unicodeScalars.allSatisfy({ $0 == "_" || $0.properties.isXIDContinue }) else {
             throw CLIError.usage("--\(option) must be a Swift identifier (letters, digits, _), not \"\(Render.escaped(name))\"")
         }
         if let problem = nameProblem(name, imports: imports, planExpression: planExpression("\"\"")) {

@@ -19,6 +19,12 @@ package final class InterruptSignals: @unchecked Sendable {
         sources = Self.numbers.compactMap { number in
             let previous = signal(number, SIG_IGN)
             guard unsafeBitCast(previous, to: Int.self) != ignored else { return nil }
+            // A process started from a thread that blocks the signal (a Dispatch worker's,
+            // say) inherits the block, and would never see it: this thread takes it now.
+            var unblocked = sigset_t()
+            sigemptyset(&unblocked)
+            sigaddset(&unblocked, number)
+            pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { [self] in
                 guard first.compareExchange(expected: 0, desired: number, ordering: .acquiringAndReleasing).exchanged else { return }

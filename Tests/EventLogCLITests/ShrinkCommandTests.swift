@@ -110,6 +110,49 @@ import Testing
         #expect(stopped.out.split(separator: "\n").filter { $0.hasPrefix("  #") }.count == kept)
     }
 
+    /// An event recorded between a plan's steps is an input of its own, and the plan's steps
+    /// after it are what the plan's run makes: none is lost, none is counted twice.
+    @Test func anEventRecordedInsideAPlanIsAnInputOfItsOwn() throws {
+        let directory = TemporaryDirectory()
+        let db = directory.file("demo")
+        #expect(eventlog(["demo", "--db", db]).code == 0)
+        var lines = eventlog(["export", "--db", db]).out.split(separator: "\n").map(String.init)
+        // Inside the plan that starts at #39: a note after its first step.
+        let start = try #require(lines.firstIndex { $0.contains(#""seq":39,"#) && $0.contains("planStarted") }, "no plan starts at #39")
+        let time = try #require(lines[start + 1].firstMatch(of: /"time":"([^"]*)"/)?.1)
+        lines.insert(#"{"stream":"notes","type":"marked","origin":"system","time":"\#(time)","writes":[{"path":"marker","new":1}]}"#, at: start + 2)
+        let edited = directory.file("inside.jsonl")
+        try (lines.map { line in line.replacingOccurrences(of: #","checksum":\d+"#, with: "", options: .regularExpression)
+            .replacingOccurrences(of: #""seq":\d+,"#, with: "", options: .regularExpression) }.joined(separator: "\n") + "\n")
+            .write(toFile: edited, atomically: true, encoding: .utf8)
+        let inside = directory.file("inside")
+        let imported = eventlog(["import", edited, "--db", inside])
+        #expect(imported.code == 0, "\(imported.err)")
+        let marker = try #require(try firstBad(["--where", "exists(marker)", "--db", inside]))
+        let shrunk = eventlog(["shrink", "--where", "exists(marker)", "--db", inside, "--json"])
+        #expect(shrunk.code == 0, "\(shrunk.err)")
+        let report = try StateValue(json: shrunk.out)
+        #expect(report["inputs"] == [["seq": .int(Int64(marker)), "input": "notes/marked"]])
+        #expect(report["of"] == 148)
+    }
+
+    func firstBad(_ arguments: [String]) throws -> UInt64? {
+        try StateValue(json: eventlog(["bisect", "--json"] + arguments).out)["firstBad"]?.intValue.map(UInt64.init)
+    }
+
+    /// The first run is always made: a stop before it cannot pass off a session that does not
+    /// fail as shrunk.
+    @Test func aTimeoutStillMakesTheFirstRun() throws {
+        let directory = TemporaryDirectory()
+        let db = faultySession(in: directory)
+        let nothing = eventlog(["shrink", "--where", #"messenger.selectedTab == "nope""#, "--timeout", "0.001", "--db", db])
+        #expect(nothing.code == 1 && nothing.err.hasPrefix("Error: nothing to shrink"), "\(nothing.err)")
+        let stopped = eventlog(["shrink", "--replay", "--regression", "compound-tab-filter", "--timeout", "0.001", "--db", db])
+        #expect(stopped.code == 0, "\(stopped.err)")
+        #expect(stopped.out.hasPrefix("shrunk 147 inputs to 147 in 1 runs ("), "\(stopped.out)")
+        #expect(stopped.out.contains("stopped by --timeout before trying to leave out each one:"), "\(stopped.out)")
+    }
+
     @Test func badInputIsAOneLineErrorAndChangesNothing() throws {
         let directory = TemporaryDirectory()
         let db = faultySession(in: directory)
@@ -121,6 +164,7 @@ import Testing
             (["shrink", "--replay", "--testgen", "t", "--json"], 2, "--testgen prints a Swift test; leave out --json"),
             (["shrink", "--replay", "--testgen", "not-a-name"], 2, "--testgen must be a Swift identifier"),
             (["shrink", "--replay", "--testgen", "struct"], 2, "--testgen struct is a Swift keyword"),
+            (["shrink", "--replay", "--testgen", "\u{345}x"], 2, "--testgen must be a Swift identifier"),
             (["shrink", "--replay", "--max-runs", "0"], 2, "--max-runs must be a positive whole number"),
             (["shrink", "--where", "messenger.selectedTab =="], 2, "--where "),
             (["shrink", "--replay"], 1, "nothing to shrink: today's code agrees with the session driven again (say which code recorded it with --regression)"),
@@ -150,6 +194,9 @@ import Testing
         let finished = try runEventlog(["shrink", "--replay", "--regression", "compound-tab-filter", "--db", db], environment: ["TMPDIR": temporary])
         #expect(finished.code == 0, "\(finished.err)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: temporary) == [])
+        let nowhere = try runEventlog(["shrink", "--replay", "--regression", "compound-tab-filter", "--db", db], environment: ["TMPDIR": directory.file("missing")])
+        #expect(nowhere.code == 3 && nowhere.err.hasPrefix("Error: cannot make the scratch directory \(directory.file("missing"))/eventlog-shrink-")
+                && nowhere.err.contains("(TMPDIR): No such file or directory"), "\(nowhere.err)")
 
         let big = faultySession(in: directory, plans: 2_000, seed: 1)
         let process = try spawnEventlog(["shrink", "--replay", "--regression", "compound-tab-filter", "--db", big], environment: ["TMPDIR": temporary])

@@ -40,7 +40,7 @@ import Testing
         let counts = report["counts"]?.arrayValue ?? []
         func count(_ name: String) -> (StateValue?, StateValue?) {
             let entry = counts.first { $0["name"]?.stringValue == name }
-            return (entry?["recorded"], entry?["whatIf"])
+            return (entry?["before"], entry?["whatIf"])
         }
         #expect(count("prompts shown") == (6, 4))
         #expect(count("declines") == (5, 3))
@@ -52,6 +52,13 @@ import Testing
         #expect(text.out.contains("  what if: applied, writes updates.lastDecision: \"declined\" → \"declineCapReached\"\n"), "\(text.out)")
         #expect(text.out.contains("  declines                5 → 3\n"), "\(text.out)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: db + "/data.mdb")) == before)
+
+        // Against a session the faulty code recorded, the setting it was recorded with changes
+        // nothing: today's code disagreeing with the recording is not the setting's doing.
+        let faulty = directory.file("faulty")
+        #expect(eventlog(["demo", "--regression", "compound-tab-filter", "--db", faulty]).code == 0)
+        #expect(eventlog(["replay", "--what-if", "maxDeclines=5", "--db", faulty]).out == "what if maxDeclines=5: no event of the 498 would differ\n")
+        #expect(try StateValue(json: eventlog(["replay", "--what-if", "maxDeclines=3", "--json", "--db", faulty]).out)["changed"] == report["changed"])
 
         // No interval was recorded: none changes nothing. Up to an event before the fourth
         // prompt, three declines change nothing either.
@@ -75,6 +82,7 @@ import Testing
             (["--what-if", "maxDeclines=1,"], "--what-if takes NAME=VALUE pairs separated by commas, not \"\""),
             (["--what-if", "maxDeclines=1,maxDeclines=2"], "--what-if sets maxDeclines twice"),
             (["--what-if", "maxDeclines=1", "--verify"], "--what-if decides the session again under other rules; leave out --verify"),
+            (["--what-if", "maxDeclines=1", "--accept-recorded"], "--what-if decides the session again under other rules; leave out --accept-recorded"),
         ]
         for (arguments, message) in refused {
             let outcome = eventlog(["replay"] + arguments + ["--db", db])

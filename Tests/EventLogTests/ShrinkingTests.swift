@@ -66,7 +66,13 @@ import Testing
         shrinking = Shrinking(session)
         shrinking.shouldStop = { asked += 1; return asked > 2 }
         let (early, why) = try #require(shrinking.run { $0.contains(37) })
-        #expect(why == .asked && early.runs == 2 && early.inputs.contains(37))
+        #expect(why == .asked && early.runs == 3 && early.inputs.contains(37))
+
+        // The first run is made whatever stops it: without it nothing is known to fail.
+        shrinking.shouldStop = { true }
+        #expect(shrinking.run { $0.contains(99) } == nil)
+        let (whole, stop) = try #require(shrinking.run { $0.contains(37) })
+        #expect(stop == .asked && whole.runs == 1 && whole.inputs == session)
     }
 
     @Test func anErrorOfARunEndsTheShrinkAtOnce() {

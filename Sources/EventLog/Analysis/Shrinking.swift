@@ -39,16 +39,18 @@ public struct Shrinking<Input> {
     }
 
     /// Shrinks the inputs, `fails` saying whether a subsequence of them still fails. It is
-    /// called on all of them first: when they do not fail, the result is `nil`.
+    /// called on all of them first, whatever `maxRuns` and `shouldStop` say: when they do not
+    /// fail, the result is `nil`.
     /// - Returns: The result and, when it stopped early, why.
     /// - Throws: What `fails` throws, at once.
     public func run(_ fails: ([Input]) throws -> Bool) rethrows -> (result: Result, stopped: Stop?)? {
         var tried: [[Int]: Bool] = [:]
         var best = Result(inputs: inputs, positions: Array(inputs.indices), runs: 0, isOneMinimal: false)
-        /// Whether `positions` fail; `nil` when the shrink must stop first.
+        /// Whether `positions` fail; `nil` when the shrink must stop first (never before the
+        /// first run: without it nothing is known to fail).
         func test(_ positions: [Int]) throws -> Bool? {
             if let known = tried[positions] { return known }
-            guard best.runs < maxRuns, !shouldStop() else { return nil }
+            guard best.runs == 0 || (best.runs < maxRuns && !shouldStop()) else { return nil }
             best.runs += 1
             let failed = try fails(positions.map { inputs[$0] })
             tried[positions] = failed
@@ -61,8 +63,7 @@ public struct Shrinking<Input> {
         }
         func stopped() -> Stop { best.runs >= maxRuns ? .maxRuns : .asked }
 
-        guard let whole = try test(best.positions) else { return (best, stopped()) }
-        guard whole else { return nil }
+        guard try test(best.positions) == true else { return nil }
         var chunks = 2
         while best.positions.count >= 2 {
             let current = best.positions

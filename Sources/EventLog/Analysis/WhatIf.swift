@@ -51,7 +51,8 @@ public struct OutcomeTally: Sendable {
     }
 }
 
-/// What a session would have done under other rules.
+/// What a session would have done under other rules, against what today's code does with
+/// the rules as recorded: a change the code itself makes (a regression) is not the settings'.
 public struct WhatIfReport: Sendable {
     /// One event whose outcome or writes the changed rules change.
     public struct Difference: Sendable {
@@ -59,16 +60,19 @@ public struct WhatIfReport: Sendable {
         public var record: EventRecord
         /// The event as the changed rules read it (its payload rewritten by the knobs).
         public var rewritten: Event
+        /// What the code makes of it with the rules as recorded (the recorded event, for one
+        /// it takes as recorded).
+        public var before: Event
         /// What the code makes of it under the changed rules.
-        public var whatIf: Recomputed
+        public var whatIf: Event
     }
 
-    /// One tally, as recorded and under the changed rules.
+    /// One tally, with the rules as recorded and under the changed ones.
     public struct Count: Sendable, Hashable {
         /// The tally's name.
         public var name: String
-        /// How many events of the recording it counts.
-        public var recorded: Int
+        /// How many events it counts with the rules as recorded.
+        public var before: Int
         /// How many under the changed rules.
         public var whatIf: Int
     }
@@ -87,53 +91,57 @@ public struct WhatIfReport: Sendable {
 }
 
 extension EventStore {
-    /// Folds the log through `code` with knobs changed: every event of a setting's stream is
-    /// rewritten by it (given the state before it, under the changed rules) and recomputed;
-    /// the fold goes on with what the changed rules write, so that each decision is made on
-    /// the state the changed decisions before it left (and the recorded state is folded beside
-    /// it, to tell what changed). Events `code` takes as recorded stay
-    /// as recorded. Only reads the log, and never calls out: the recorded inputs (lookup
-    /// answers, taps) are all it decides from.
+    /// Folds the log through `code` twice side by side: with the rules as recorded, and with
+    /// knobs changed, where every event of a setting's stream is rewritten by it (given the
+    /// state before it, under the changed rules) before it is recomputed. Each fold goes on with
+    /// what its own decisions wrote, so that each decision is made on the state the ones before
+    /// it left. Events `code` takes as recorded stay as recorded in both. Only reads the log,
+    /// and never calls out: the recorded inputs (lookup answers, taps) are all it decides from.
     ///
     /// - Parameters:
     ///   - code: Today's code, or a variant.
     ///   - settings: The knobs changed, each at its value.
-    ///   - tallies: The outcomes to count, as recorded and under the changed rules.
+    ///   - tallies: The outcomes to count in both folds.
     /// - Throws: The errors of ``replay(through:from:to:verify:progress:)``.
     public func whatIf(through code: some Projection, changing settings: [RuleKnob.Setting],
                        tallies: [OutcomeTally], to: UInt64 = .max) throws -> WhatIfReport {
         let from = try windowStart(1)
         var report = WhatIfReport(state: try snapshot(after: from - 1))
-        var recordedState = report.state
-        var counts = tallies.map { WhatIfReport.Count(name: $0.name, recorded: 0, whatIf: 0) }
-        try forEachRecord(from: from, to: to) { record in
-            report.events += 1
-            var event = record.event
-            for setting in settings where setting.stream == event.stream { setting.rewrite(&event, report.state) }
-            var rewritten = record
-            rewritten.event = event
+        var beforeState = report.state
+        var counts = tallies.map { WhatIfReport.Count(name: $0.name, before: 0, whatIf: 0) }
+        /// `record` with `event` in its place, as `code` decides it on `state`.
+        func decided(_ record: EventRecord, as event: Event, on state: StateValue) -> Event {
+            var read = record
+            read.event = event
             let recomputed: Recomputed? = switch code.upcasting(event) {
-            case .current: code.recompute(rewritten, in: report.state)
-            case .events(let events): code.recompute(upcast: events, of: rewritten, in: report.state)
+            case .current: code.recompute(read, in: state)
+            case .events(let events): code.recompute(upcast: events, of: read, in: state)
             case .newer, .unreadable: nil
             }
+            guard let recomputed else { return record.event }
             var decided = record.event
-            if let recomputed {
-                decided.outcome = recomputed.outcome
-                decided.writes = recomputed.writes
-            }
+            decided.outcome = recomputed.outcome
+            decided.writes = recomputed.writes
+            return decided
+        }
+        try forEachRecord(from: from, to: to) { record in
+            report.events += 1
+            var rewritten = record.event
+            for setting in settings where setting.stream == rewritten.stream { setting.rewrite(&rewritten, report.state) }
+            let before = decided(record, as: record.event, on: beforeState)
+            let whatIf = decided(record, as: rewritten, on: report.state)
             for (index, tally) in tallies.enumerated() {
-                if tally.counts(record.event) { counts[index].recorded += 1 }
-                if tally.counts(decided) { counts[index].whatIf += 1 }
+                if tally.counts(before) { counts[index].before += 1 }
+                if tally.counts(whatIf) { counts[index].whatIf += 1 }
             }
             do throws(StateError) {
-                try report.state.apply(decided.writes)
-                try recordedState.apply(record.event.writes)
+                try beforeState.apply(before.writes)
+                try report.state.apply(whatIf.writes)
             } catch { throw EventStoreError.invalidWrite(error) }
-            if let recomputed, recomputed.outcome.name != record.event.outcome.name
-                || (record.event.writes + recomputed.writes).contains(where: { recordedState[$0.path] != report.state[$0.path] }) {
+            if whatIf.outcome.name != before.outcome.name
+                || (before.writes + whatIf.writes).contains(where: { beforeState[$0.path] != report.state[$0.path] }) {
                 report.changed.append(record.seq)
-                if report.first == nil { report.first = .init(record: record, rewritten: event, whatIf: recomputed) }
+                if report.first == nil { report.first = .init(record: record, rewritten: rewritten, before: before, whatIf: whatIf) }
             }
             return true
         }

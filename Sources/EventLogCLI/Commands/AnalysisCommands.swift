@@ -41,7 +41,9 @@ package enum AnalysisCommands {
     ) { arguments, context in
         let projection = try projections(arguments, context)
         if !app.knobs.isEmpty, let settings = arguments.value("what-if") {
-            guard !arguments.flag("verify") else { throw CLIError.usage("--what-if decides the session again under other rules; leave out --verify") }
+            if let option = ["verify", "accept-recorded"].first(where: arguments.flag) {
+                throw CLIError.usage("--what-if decides the session again under other rules; leave out --\(option)")
+            }
             return try whatIf(settings, through: projection, arguments, context)
         }
         let verify = arguments.flag("verify")
@@ -120,8 +122,8 @@ package enum AnalysisCommands {
 
             With --what-if the session is decided again from its recorded inputs (lookup answers, taps,
             server answers; never a network call) with settings of the rules changed, and replay prints
-            how many events that changes, the first of them, and what each family counts before and
-            after. The settings:
+            how many events that changes against today's code with the rules as recorded, the first of
+            them, and what each family counts before and after. The settings:
 
             """ + app.knobs.map { knob in
                 "  \(knob.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(knob.summary)\n"
@@ -155,7 +157,7 @@ package enum AnalysisCommands {
         let title = named.map { "\($0.0)=\(Render.escaped($0.1))" }.joined(separator: ", ")
         if context.json {
             let first: StateValue = report.first.map { difference in
-                ["recorded": ["outcome": .string(difference.record.event.outcome.name), "writes": .array(difference.record.event.writes.map(\.jsonValue))],
+                ["before": ["outcome": .string(difference.before.outcome.name), "writes": .array(difference.before.writes.map(\.jsonValue))],
                  "seq": .int(Int64(difference.record.seq)), "stream": .string(difference.record.event.stream), "type": .string(difference.record.event.type),
                  "whatIf": ["outcome": .string(difference.whatIf.outcome.name), "payload": difference.rewritten.payload,
                             "writes": .array(difference.whatIf.writes.map(\.jsonValue))]]
@@ -163,7 +165,7 @@ package enum AnalysisCommands {
             var whatIf = StateObject()
             for (name, value) in named { whatIf[name] = .string(value) }
             context.printJSON(["changed": .array(report.changed.map { .int(Int64($0)) }), "counts": .array(report.counts.map { count in
-                ["name": .string(count.name), "recorded": .int(Int64(count.recorded)), "whatIf": .int(Int64(count.whatIf))]
+                ["before": .int(Int64(count.before)), "name": .string(count.name), "whatIf": .int(Int64(count.whatIf))]
             }), "events": .int(Int64(report.events)), "first": first, "whatIf": .object(whatIf)])
             return .ok
         }
@@ -173,11 +175,12 @@ package enum AnalysisCommands {
         }
         var lines = ["what if \(title): \(report.changed.count) of \(report.events) events would differ; the first is \(first.record.seq):"]
         lines += describe(first.record, previousSeq: nil)
-        lines.append("  what if: \(first.whatIf.outcome.name)"
-            + (first.whatIf.writes.isEmpty ? ", no writes" : ", writes " + first.whatIf.writes.map(Render.write).joined(separator: "; ")))
-        if case .skipped(let reason) = first.whatIf.outcome { lines.append("    because \(Render.escaped(reason))") }
+        for (label, event) in [("before", first.before), ("what if", first.whatIf)] {
+            lines.append("  \(label): \(event.outcome.name)" + (event.writes.isEmpty ? ", no writes" : ", writes " + event.writes.map(Render.write).joined(separator: "; ")))
+            if case .skipped(let reason) = event.outcome { lines.append("    because \(Render.escaped(reason))") }
+        }
         let width = report.counts.map(\.name.count).max() ?? 0
-        lines += report.counts.map { "  \($0.name.padding(toLength: width, withPad: " ", startingAt: 0))  \($0.recorded) → \($0.whatIf)" }
+        lines += report.counts.map { "  \($0.name.padding(toLength: width, withPad: " ", startingAt: 0))  \($0.before) → \($0.whatIf)" }
         context.console.line(lines.joined(separator: "\n"))
         return .ok
     }
