@@ -34,7 +34,8 @@ extension CommandSpec {
                   --replay       today's code disagrees with the driven log (as 'replay --verify') at an
                                  event of the stream it first disagreed at on the whole session
                 The code driven is today's, or the faulty variant --regression names (the code that
-                recorded a log --replay finds wrong). Delta debugging (ddmin) halves, then narrows, the
+                recorded a log --replay finds wrong); a fault in reading old events (an upcaster's) is
+                not reproduced, since what is driven is recorded at today's versions. Delta debugging (ddmin) halves, then narrows, the
                 inputs; run to the end, the result is 1-minimal: leaving out any one of them makes the
                 failure go away. It prints the inputs, the runs it took and the first bad event of the
                 shrunk session; --testgen NAME prints instead a Swift Testing test of the shrunk session
