@@ -142,7 +142,7 @@ extension CommandSpec {
                 endIfInterrupted(saying: "nothing was shrunk")
                 throw CLIError.problem(predicate.map { "nothing to shrink: \($0.description) holds after no event of the session driven again" }
                     ?? "nothing to shrink: today's code agrees with the session driven again"
-                       + (variant == nil ? " (say which code recorded it with --regression)" : " through \(variant!)"))
+                       + (variant.map { " through \($0)" } ?? " (say which code recorded it with --regression)"))
             }
             // The shrunk session once more, for its first bad event.
             let shrunk = try scratch.attempting { () throws -> Failure? in
@@ -186,6 +186,7 @@ extension CommandSpec {
                     + (variant.map { " --regression \($0)" } ?? "") + " --testgen \(testName)"
                 let output = try scratch.attempting {
                     try scratch.log(of: result.inputs, driver: todays, before: before, start: start) { log in
+                        // Past the event that seeds a scratch log with the log's base: the test writes its own.
                         var records: [EventRecord] = []
                         try log.forEachRecord(from: SessionDriver<Model>.seeds(before).isEmpty ? 1 : 2) { records.append($0); return true }
                         return try generator.generate(records, before: before, name: testName, command: command, scratch: try scratch.make())
@@ -193,7 +194,7 @@ extension CommandSpec {
                 }
                 context.console.out(output.source)
                 for divergence in output.divergences {
-                    context.console.error("shrink: today's code differs from the shrunk session at \(divergence); the test fails there")
+                    context.console.error("shrink: today's code differs from the shrunk session at \(divergence); the test fails there\n")
                 }
             }
             endIfInterrupted(saying: "the smallest failing inputs found so far are above")

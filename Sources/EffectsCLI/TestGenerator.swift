@@ -323,7 +323,7 @@ extension CommandSpec {
             }
             context.console.out(output.source)
             for divergence in output.divergences {
-                context.console.error("testgen: today's code differs from the recording at \(divergence); the test fails there")
+                context.console.error("testgen: today's code differs from the recording at \(divergence); the test fails there\n")
             }
             return .ok
         }
