@@ -199,7 +199,8 @@ import Testing
                 && nowhere.err.contains("(TMPDIR): No such file or directory"), "\(nowhere.err)")
 
         let big = faultySession(in: directory, plans: 2_000, seed: 1)
-        let process = try spawnEventlog(["shrink", "--replay", "--regression", "compound-tab-filter", "--db", big], environment: ["TMPDIR": temporary])
+        let process = try spawnEventlog(["shrink", "--replay", "--regression", "compound-tab-filter", "--db", big], environment: ["TMPDIR": temporary],
+                                        interruptible: true)
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err

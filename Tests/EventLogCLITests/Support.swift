@@ -44,8 +44,25 @@ func builtExecutable(_ name: String = "eventlog") -> URL {
 /// The built executable as a child process, ready to run. With `fileSizeLimit` (bytes) it
 /// runs under that limit with `SIGXFSZ` ignored, so that writes past it come up short, as
 /// on a full disk; `ignoringHangUp` starts it with `SIGHUP` ignored, as `nohup` does.
+/// `interruptible` starts it with Ctrl-C, SIGTERM and SIGHUP at their defaults, unblocked,
+/// as a terminal's shell would: a child inherits this process's dispositions, and a test
+/// running a command in-process may be ignoring them at that moment (or its thread blocking
+/// them); no shell can undo an inherited ignore, so Python's `exec` does.
 func spawnEventlog(_ arguments: [String], executable: String = "eventlog", environment: [String: String] = [:], fileSizeLimit: Int? = nil,
-                   ignoringHangUp: Bool = false) throws -> Process {
+                   ignoringHangUp: Bool = false, interruptible: Bool = false) throws -> Process {
+    if interruptible {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-c", """
+            import os, signal, sys
+            numbers = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+            for number in numbers: signal.signal(number, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, numbers)
+            os.execv(sys.argv[1], sys.argv[1:])
+            """, builtExecutable(executable).path] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        return process
+    }
     let process = Process()
     // POSIX sh counts `ulimit -f` in blocks of 512 bytes.
     let setup = (fileSizeLimit.map { ["ulimit -f \($0 / 512)", "trap '' XFSZ"] } ?? []) + (ignoringHangUp ? ["trap '' HUP"] : [])

@@ -62,7 +62,7 @@ import Testing
         // Ctrl-C, and the hang-up of a closed terminal or ssh session.
         for number in [SIGINT, SIGHUP] {
             let db = dir.file("interrupted-\(number).lmdb")
-            let process = try spawnEventlog(["import", dir.file("many.jsonl"), "--db", db])
+            let process = try spawnEventlog(["import", dir.file("many.jsonl"), "--db", db], interruptible: true)
             let err = Pipe()
             process.standardError = err
             try process.run()
