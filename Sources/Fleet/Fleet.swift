@@ -135,51 +135,113 @@ public struct Fleet: Sendable {
     public func bisect(where predicate: StatePredicate, logs requested: [UUID]? = nil, scratch: String,
                        examine: @escaping @Sendable (_ copy: EventStore, _ finding: Finding) throws -> Void = { _, _ in },
                        progress: @escaping @Sendable (Int) -> Void = { _ in }) throws -> [Finding] {
+        try survey(requested, scratch: scratch, progress: progress) { logID, copy, through in
+            let found = try copy.firstEvent(where: predicate)
+            let finding = Finding(logID: logID, firstBad: try found.firstBad.flatMap { try copy.record($0) }, events: through)
+            try examine(copy, finding)
+            return finding
+        }
+    }
+
+    /// How the logs that ended with one value at a path did.
+    public struct Group: Sendable, Equatable {
+        /// The value at the path after each log's newest event; `nil`: the path is absent.
+        public var value: StateValue?
+        /// How many logs ended with it.
+        public var logs = 0
+        /// How many of them reached the state sought.
+        public var reached = 0
+        /// What first took each of those there (``cause(of:)``), and how many times.
+        public var causes: [String: Int] = [:]
+
+        /// The cause that took the most logs there (the first by name among equals); `nil`
+        /// when none reached it.
+        public var commonestCause: String? {
+            causes.max { $0.value < $1.value || ($0.value == $1.value && $0.key > $1.key) }?.key
+        }
+    }
+
+    /// What the fleet did: each log (`logs`, or every log in the stream) copied, examined and
+    /// removed as `bisect` does, and counted in the group of the value `path` holds after its
+    /// newest event (one group for all when `nil`): how many logs, how many reached
+    /// `predicate` (none sought when `nil`), and what first took them there. Memory holds one
+    /// group per value, never the logs' findings: a fleet of any size.
+    /// - Returns: The groups, the most logs first (then by value).
+    /// - Throws: What ``bisect(where:logs:scratch:examine:progress:)`` throws.
+    public func stats(groupingBy path: StatePath?, reaching predicate: StatePredicate?, logs requested: [UUID]? = nil, scratch: String,
+                      progress: @escaping @Sendable (Int) -> Void = { _ in }) throws -> [Group] {
+        let groups = Locked<[String: Group]>([:])
+        _ = try survey(requested, scratch: scratch, progress: progress) { _, copy, _ in
+            let value = try path.flatMap { try copy.currentState[$0] }
+            let firstBad = try predicate.flatMap { try copy.firstEvent(where: $0).firstBad }.flatMap { try copy.record($0) }
+            groups.withLock { groups in
+                let key = value?.json() ?? ""
+                var group = groups[key] ?? Group(value: value)
+                group.logs += 1
+                if let firstBad {
+                    group.reached += 1
+                    group.causes[Self.cause(of: firstBad), default: 0] += 1
+                }
+                groups[key] = group
+            }
+        }
+        return groups.withLock { $0.values }.sorted { a, b in
+            a.logs != b.logs ? a.logs > b.logs : (a.value?.json() ?? "") < (b.value?.json() ?? "")
+        }
+    }
+
+    /// What started an event: its plan's source (a URL), else its origin, stream and type.
+    public static func cause(of record: EventRecord) -> String {
+        if let cause = record.event.cause, !cause.source.isEmpty { return cause.source }
+        return "\(record.event.origin) \(record.event.stream)/\(record.event.type)"
+    }
+
+    /// Pulls each log (`requested`, or every log in the stream) into a directory of its own
+    /// in `scratch`, hands the copy to `examine` with how far it was pulled, and removes it;
+    /// as many logs at once as the machine has cores. The results come in the order of the
+    /// logs; the first failure among them is thrown once every log was tried.
+    private func survey<T: Sendable>(_ requested: [UUID]?, scratch: String, progress: @escaping @Sendable (Int) -> Void,
+                                     _ examine: @escaping @Sendable (_ logID: UUID, _ copy: EventStore, _ through: UInt64) throws -> T) throws -> [T] {
         let ids = try requested ?? logIDs(try JetStream(servers: servers, timeout: timeout)).map(\.logID)
-        let results = Results(count: ids.count)
+        let results = Results<T>(count: ids.count)
         DispatchQueue.concurrentPerform(iterations: ids.count) { index in
-            results.set(index, Result { try find(ids[index], predicate, scratch: scratch + "/" + ids[index].uuidString.lowercased(), examine: examine) })
+            results.set(index, Result { try copy(ids[index], into: scratch + "/" + ids[index].uuidString.lowercased(), examine) })
             progress(results.done)
         }
         return try results.values.map { try $0!.get() }
     }
 
-    /// Pulls one log into `scratch` (a directory this call creates) and bisects it; the copy
-    /// is removed when done.
-    private func find(_ logID: UUID, _ predicate: StatePredicate, scratch: String,
-                      examine: (EventStore, Finding) throws -> Void) throws -> Finding {
+    /// Pulls one log into `scratch` (a directory this call creates) and examines the copy,
+    /// which is removed when done.
+    private func copy<T>(_ logID: UUID, into scratch: String, _ examine: (UUID, EventStore, UInt64) throws -> T) throws -> T {
         try EventStore.makeScratch(at: scratch)
         defer { EventStore.removeScratch(at: scratch) }
         // The copy is closed when the closure returns, before the defer removes its files.
-        let finding = try {
+        return try {
             let copy = try EventStore(path: scratch, options: { var options = EventStore.Options(); options.durability = .lastCommitMayBeLost; return options }())
             var puller = Puller(servers: servers)
             puller.stream = stream
             puller.timeout = timeout
             puller.foreign = foreign
             let report = try puller.pull(logID, into: copy)
-            let found = try copy.firstEvent(where: predicate)
-            let finding = Finding(logID: logID, firstBad: try found.firstBad.flatMap { try copy.record($0) }, events: report.through)
-            try examine(copy, finding)
-            return finding
+            return try examine(logID, copy, report.through)
         }()
-        return finding
     }
 
     /// Results filled in from several threads.
-    private final class Results: Sendable {
-        private let state: Locked<(values: [Result<Finding, any Error>?], finished: Int)>
+    private final class Results<T: Sendable>: Sendable {
+        private let state: Locked<(values: [Result<T, any Error>?], finished: Int)>
 
         init(count: Int) { state = Locked((Array(repeating: nil, count: count), 0)) }
 
-        func set(_ index: Int, _ value: Result<Finding, any Error>) {
+        func set(_ index: Int, _ value: Result<T, any Error>) {
             state.withLock {
                 $0.values[index] = value
                 $0.finished += 1
             }
         }
 
-        var values: [Result<Finding, any Error>?] { state.withLock { $0.values } }
+        var values: [Result<T, any Error>?] { state.withLock { $0.values } }
         var done: Int { state.withLock { $0.finished } }
     }
 }

@@ -107,7 +107,7 @@ enum FleetCommands {
 
     static let fleet = CommandSpec(
         name: "fleet",
-        summary: "The logs in a NATS JetStream stream: list them, or bisect them all with one predicate.",
+        summary: "The logs in a NATS JetStream stream: list them, bisect them all with one predicate, or count how they ended.",
         discussion: """
             A message on a log's subject that is not one of its records is reported on stderr (log,
             stream seq) and skipped; the other logs are listed and searched all the same.
@@ -123,6 +123,15 @@ enum FleetCommands {
                             options: [.init(name: "where", value: "EXPR", help: "The bad state, as for eventlog bisect --where."),
                                       .init(name: "logs", value: "ID[,ID…]", help: "Only these logs.")]) { fleet, arguments, context in
                 try bisect(fleet, arguments, context)
+            },
+            fleetSubcommand("stats", "Copy each log (--logs, else all) and count the logs by the value PATH holds after their newest event:"
+                            + " how many, how many reached --where, and the commonest cause of that; memory holds a group per value,"
+                            + " whatever the number of logs.",
+                            discussion: #"  eventlog fleet stats --servers nats://127.0.0.1:4222 --group-by deploy.workingUpdate --where 'exists(deploy.rejectedUpdates)'"#,
+                            options: [.init(name: "group-by", value: "PATH", help: "Group the logs by the value at PATH after their newest event."),
+                                      .init(name: "where", value: "EXPR", help: "Count the logs that reached EXPR, as for eventlog bisect --where."),
+                                      .init(name: "logs", value: "ID[,ID…]", help: "Only these logs.")]) { fleet, arguments, context in
+                try stats(fleet, arguments, context)
             },
         ]
     )
@@ -161,15 +170,8 @@ enum FleetCommands {
         guard let text = arguments.value("where") else { throw CLIError.usage("fleet bisect needs --where EXPR") }
         let predicate: StatePredicate
         do { predicate = try StatePredicate(parsing: text) } catch { throw CLIError.usage("--where: \(error)") }
-        let logs = try arguments.value("logs").map { (list) throws(CLIError) -> [UUID] in
-            try list.split(separator: ",").map { (id) throws(CLIError) -> UUID in
-                guard let logID = UUID(uuidString: String(id)) else { throw CLIError.usage("--logs: \"\(Render.escaped(String(id)))\" is not a log id") }
-                return logID
-            }
-        }
-        // The copies live in a directory this call creates, and is removed once they are.
-        let scratch = NSTemporaryDirectory() + "eventlog-fleet-\(UUID().uuidString)"
-        guard mkdir(scratch, 0o700) == 0 else { throw CLIError.unavailable("cannot create \(scratch): \(String(cString: strerror(errno)))") }
+        let logs = try requestedLogs(arguments)
+        let scratch = try scratchDirectory()
         defer { rmdir(scratch) }
         let console = context.console
         // The predicate's paths no state of a log holds, with their suggestions, by log: asked,
@@ -189,7 +191,7 @@ enum FleetCommands {
             context.console.error(path.warning(where: "of the \(searched) log\(searched == 1 ? "" : "s") searched"))
         }
         let bad = findings.filter { $0.firstBad != nil }
-        let causes = Dictionary(grouping: bad, by: { cause(of: $0.firstBad!) }).mapValues(\.count)
+        let causes = Dictionary(grouping: bad, by: { Fleet.cause(of: $0.firstBad!) }).mapValues(\.count)
         let commonest = causes.max { $0.value < $1.value || ($0.value == $1.value && $0.key > $1.key) }
         let earliest = bad.min { $0.firstBad!.time < $1.firstBad!.time }
         if context.json {
@@ -210,7 +212,7 @@ enum FleetCommands {
                     context.console.line("\(id)  never (\(finding.events) events)")
                     continue
                 }
-                context.console.line("\(id)  first bad event \(record.seq) of \(finding.events), \(record.time): \(record.event.stream)/\(Render.stepName(record.event))  cause \(Render.escaped(cause(of: record)))")
+                context.console.line("\(id)  first bad event \(record.seq) of \(finding.events), \(record.time): \(record.event.stream)/\(Render.stepName(record.event))  cause \(Render.escaped(Fleet.cause(of: record)))")
                 for write in record.event.writes { context.console.line("      \(Render.write(write))") }
             }
             context.console.line("\(bad.count) of \(findings.count) logs reached \(text)"
@@ -218,6 +220,65 @@ enum FleetCommands {
                 + (commonest.map { "; commonest cause \(Render.escaped($0.key)) (\($0.value))" } ?? ""))
         }
         return bad.isEmpty ? .problem : .ok
+    }
+
+    private static func stats(_ fleet: Fleet, _ arguments: ParsedArguments, _ context: CommandContext) throws(CLIError) -> ExitCode {
+        let path = try arguments.value("group-by").map { (text) throws(CLIError) -> StatePath in
+            do { return try StatePath(parsing: text) } catch { throw CLIError.usage("--group-by: \(error)") }
+        }
+        let text = arguments.value("where")
+        let predicate = try text.map { (text) throws(CLIError) -> StatePredicate in
+            do { return try StatePredicate(parsing: text) } catch { throw CLIError.usage("--where: \(error)") }
+        }
+        let logs = try requestedLogs(arguments)
+        let scratch = try scratchDirectory()
+        defer { rmdir(scratch) }
+        let console = context.console
+        let groups = try fleetAttempt {
+            try fleet.stats(groupingBy: path, reaching: predicate, logs: logs, scratch: scratch, progress: { done in console.progress("\(done) logs counted") })
+        }
+        context.console.endProgress()
+        let total = groups.map(\.logs).reduce(0, +), reached = groups.map(\.reached).reduce(0, +)
+        if context.json {
+            context.printJSON([
+                "groups": .array(groups.map { group in
+                    var causes = StateObject()
+                    for (cause, count) in group.causes { causes[cause] = .int(Int64(count)) }
+                    return ["causes": .object(causes), "commonestCause": group.commonestCause.map { .string($0) } ?? .null,
+                     "logs": .int(Int64(group.logs)), "reached": .int(Int64(group.reached)), "value": group.value ?? .null, "absent": .bool(group.value == nil)]
+                }),
+                "logs": .int(Int64(total)), "reached": predicate == nil ? .null : .int(Int64(reached)),
+            ])
+            return .ok
+        }
+        let heading = arguments.value("group-by").map(Render.escaped) ?? ""
+        let rows = groups.map { group in (path == nil ? "all logs" : group.value.map { Render.escaped($0.json()) } ?? "(absent)", group) }
+        let width = max(heading.count, rows.map(\.0.count).max() ?? 0)
+        func right(_ number: Int, _ width: Int) -> String { String(repeating: " ", count: max(1, width - String(number).count)) + String(number) }
+        context.console.line(heading.padding(toLength: width, withPad: " ", startingAt: 0) + "   logs" + (predicate == nil ? "" : "  reached  commonest cause"))
+        for (value, group) in rows {
+            context.console.line(value.padding(toLength: width, withPad: " ", startingAt: 0) + right(group.logs, 7)
+                + (predicate == nil ? "" : right(group.reached, 9) + (group.commonestCause.map { "  \(Render.escaped($0)) (\(group.causes[$0]!))" } ?? "")))
+        }
+        context.console.line("\(total) log\(total == 1 ? "" : "s")" + (text.map { "; \(reached) reached \(Render.escaped($0))" } ?? ""))
+        return .ok
+    }
+
+    /// `--logs ID,…`, or `nil` for every log.
+    private static func requestedLogs(_ arguments: ParsedArguments) throws(CLIError) -> [UUID]? {
+        try arguments.value("logs").map { (list) throws(CLIError) -> [UUID] in
+            try list.split(separator: ",").map { (id) throws(CLIError) -> UUID in
+                guard let logID = UUID(uuidString: String(id)) else { throw CLIError.usage("--logs: \"\(Render.escaped(String(id)))\" is not a log id") }
+                return logID
+            }
+        }
+    }
+
+    /// A directory this call creates for the copies, to be removed (empty) once they are.
+    private static func scratchDirectory() throws(CLIError) -> String {
+        let scratch = NSTemporaryDirectory() + "eventlog-fleet-\(UUID().uuidString)"
+        guard mkdir(scratch, 0o700) == 0 else { throw CLIError.unavailable("cannot create \(scratch): \(String(cString: strerror(errno)))") }
+        return scratch
     }
 
     /// The paths absent from each log's states, gathered from the threads of a fleet bisect.
@@ -239,12 +300,6 @@ enum FleetCommands {
                 }
             }
         }
-    }
-
-    /// What started an event: its plan's source (a URL), else its origin and type.
-    private static func cause(of record: EventRecord) -> String {
-        if let cause = record.event.cause, !cause.source.isEmpty { return cause.source }
-        return "\(record.event.origin) \(record.event.stream)/\(record.event.type)"
     }
 
     private static func servers(_ arguments: ParsedArguments) throws(CLIError) -> String {

@@ -155,6 +155,44 @@ import Testing
         #expect(none.out.hasSuffix("0 of 2 logs reached a >= 1000\n"), "\(none.out)")
     }
 
+    /// Three logs count one key to different ends: grouped by its final value, with how many
+    /// reached a state and what took them there; without --where, counts only.
+    @Test func fleetStatsCountsTheLogsByHowTheyEnded() throws {
+        let nats = try NATSServers()
+        for (name, count) in [("x", 300), ("y", 100), ("z", 100)] {
+            let db = dir.file(name)
+            try counterEvents(key: "n", count: count).write(toFile: dir.file("\(name).jsonl"), atomically: true, encoding: .utf8)
+            #expect(try runEventlog(["import", dir.file("\(name).jsonl"), "--db", db]).code == 0)
+            #expect(try runEventlog(["ship", "--servers", nats.urls, "--db", db]).code == 0)
+        }
+        let stats = try runEventlog(["fleet", "stats", "--servers", nats.urls, "--group-by", "n", "--where", "n >= 150", "--json"])
+        #expect(stats.code == 0, "\(stats.err)")
+        let report = try StateValue(json: stats.out)
+        #expect(report["logs"] == 3 && report["reached"] == 1)
+        #expect(report["groups"] == [
+            ["value": 99, "absent": false, "logs": 2, "reached": 0, "causes": [:], "commonestCause": .null],
+            ["value": 299, "absent": false, "logs": 1, "reached": 1, "causes": ["test test/tick": 1], "commonestCause": "test test/tick"],
+        ])
+        let text = try runEventlog(["fleet", "stats", "--servers", nats.urls, "--group-by", "n", "--where", "n >= 150"])
+        #expect(text.out == """
+            n     logs  reached  commonest cause
+            99       2        0
+            299      1        1  test test/tick (1)
+            3 logs; 1 reached n >= 150
+
+            """, "\(text.out)")
+        let absent = try StateValue(json: try runEventlog(["fleet", "stats", "--servers", nats.urls, "--group-by", "m", "--json"]).out)
+        #expect(absent["groups"] == [["value": .null, "absent": true, "logs": 3, "reached": 0, "causes": [:], "commonestCause": .null]])
+        #expect(absent["reached"] == .null)
+        #expect(try runEventlog(["fleet", "stats", "--servers", nats.urls]).out == "           logs\nall logs      3\n3 logs\n")
+        for (arguments, message) in [(["--group-by", "a..b"], "Error: --group-by: column 3: expected a key"),
+                                     (["--where", "n =="], "Error: --where: column 5: expected a value after '=='"),
+                                     (["--logs", "nope"], "Error: --logs: \"nope\" is not a log id")] {
+            let refused = try runEventlog(["fleet", "stats", "--servers", nats.urls] + arguments)
+            #expect(refused.code == 2 && refused.err.hasPrefix(message + "\n"), "\(arguments): \(refused.err)")
+        }
+    }
+
     /// Messages on a log's subject that are not its records (no message id; an id naming the
     /// next record, or one far ahead, over bytes that are no record) and a subject naming no
     /// log: fleet list and fleet bisect say which log and stream seq on stderr, skip them,
