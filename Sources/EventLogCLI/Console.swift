@@ -13,6 +13,7 @@ public final class Console: @unchecked Sendable {
     private let readIn: () throws -> Data?
     private let flushOut: () -> Void
     private let outputClosed: () -> Bool
+    private let outputFailure: () -> Int32
     /// Whether progress lines should be drawn on stderr.
     public let showsProgress: Bool
     /// Whether human output may use colours: stdout is a terminal and `NO_COLOR` is not set.
@@ -24,12 +25,13 @@ public final class Console: @unchecked Sendable {
     public init(stdout: @escaping (String) -> Void, stderr: @escaping (String) -> Void,
                 stdin: @escaping () throws -> Data? = { nil }, showsProgress: Bool = false,
                 flush: @escaping () -> Void = {}, isOutputClosed: @escaping () -> Bool = { false }, usesColors: Bool = false,
-                width: Int? = nil) {
+                width: Int? = nil, outputFailure: @escaping () -> Int32 = { 0 }) {
         writeOut = stdout
         writeErr = stderr
         readIn = stdin
         flushOut = flush
         outputClosed = isOutputClosed
+        self.outputFailure = outputFailure
         self.showsProgress = showsProgress
         self.usesColors = usesColors
         self.width = width.map { max(20, $0) }
@@ -45,7 +47,7 @@ public final class Console: @unchecked Sendable {
                        flush: out.flush, isOutputClosed: { out.isClosed },
                        usesColors: isatty(STDOUT_FILENO) == 1 && (ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty
                            && ProcessInfo.processInfo.environment["TERM"] != "dumb",
-                       width: terminalWidth())
+                       width: terminalWidth(), outputFailure: { out.failure })
     }
 
     /// stdout's terminal width: the kernel's, else `$COLUMNS`; `nil` when stdout is no terminal.
@@ -113,6 +115,13 @@ public final class Console: @unchecked Sendable {
     /// Whether stdout's reader has gone (a closed pipe): a command that runs until stopped
     /// (`log --follow`) ends then.
     package var isOutputClosed: Bool { outputClosed() }
+
+    /// Why writing stdout failed (`ENOSPC`, `EIO`), as an `errno`; `nil` when it did not, or
+    /// only because its reader went away (a closed pipe, which ends a command quietly).
+    package var outputError: Int32? {
+        let failure = outputFailure()
+        return failure == 0 ? nil : failure
+    }
 }
 
 /// Collects output and writes it to a file descriptor in large chunks.
@@ -120,6 +129,9 @@ private final class FileDescriptorBuffer: Sendable {
     private let descriptor: Int32
     private let bytes: Locked<[UInt8]>
     private let closed = Atomic<Bool>(false)
+    /// The `errno` of the first write that failed but for a closed pipe; 0 while none did.
+    private let firstFailure = Atomic<Int32>(0)
+    var failure: Int32 { firstFailure.load(ordering: .relaxed) }
     /// Whether the reader is gone: a write failed (`EPIPE`), or the pipe reports it hung up.
     var isClosed: Bool {
         if closed.load(ordering: .relaxed) { return true }
@@ -144,7 +156,11 @@ private final class FileDescriptorBuffer: Sendable {
     func flush() { bytes.withLock { drain(&$0) } }
 
     private func drain(_ bytes: inout [UInt8]) {
-        if !bytes.withUnsafeBytes({ Self.writeAll($0, to: descriptor) }) { closed.store(true, ordering: .relaxed) }
+        let error = bytes.withUnsafeBytes { Self.writeAll($0, to: descriptor) }
+        if error != 0 {
+            closed.store(true, ordering: .relaxed)
+            if error != EPIPE { _ = firstFailure.compareExchange(expected: 0, desired: error, ordering: .relaxed) }
+        }
         bytes.removeAll(keepingCapacity: true)
     }
 
@@ -152,18 +168,18 @@ private final class FileDescriptorBuffer: Sendable {
         _ = Array(text.utf8).withUnsafeBytes { writeAll($0, to: descriptor) }
     }
 
-    /// Writes every byte, retrying short writes and interrupts; a closed pipe (or another
-    /// failure) ends quietly, returning `false`.
-    static func writeAll(_ buffer: UnsafeRawBufferPointer, to descriptor: Int32) -> Bool {
+    /// Writes every byte, retrying short writes and interrupts; returns 0, or the `errno` of
+    /// the write that failed (`EPIPE` for a closed pipe), after which nothing more is written.
+    static func writeAll(_ buffer: UnsafeRawBufferPointer, to descriptor: Int32) -> Int32 {
         var offset = 0
         while offset < buffer.count {
             let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
             if written < 0 {
                 if errno == EINTR { continue }
-                return false
+                return errno
             }
             offset += written
         }
-        return true
+        return 0
     }
 }

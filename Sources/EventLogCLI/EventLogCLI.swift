@@ -15,11 +15,11 @@ public enum EventLogCLI {
     /// A program's whole `main`: reports storage faults as damage, refuses an argument that is
     /// not UTF-8 (Swift would repair it, and a path would silently become another), runs the
     /// command line for `app` with the process's environment and the standard console, and
-    /// exits with the command's code.
+    /// exits with the command's code (3 when its output could not be written: a full disk).
     public static func main(app: EventLogApp) -> Never {
         reportStorageFaultsAsDamage(program: app.name)
         let console = Console.standard()
-        let status: Int32
+        var status: Int32
         let notUTF8 = (1..<max(1, Int(CommandLine.argc))).first { index in
             CommandLine.unsafeArgv[index].map { String(validatingCString: $0) == nil } ?? false
         }
@@ -30,6 +30,12 @@ public enum EventLogCLI {
             status = run(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment, console: console, app: app)
         }
         console.flush()
+        // Output that did not reach its file (a full disk) is no success; a reader that went
+        // away (a closed pipe, `| head`) ends the command quietly.
+        if let error = console.outputError {
+            console.error("Error: cannot write the output: \(String(cString: strerror(error)))\n")
+            if status == ExitCode.ok.rawValue { status = ExitCode.unavailable.rawValue }
+        }
         exit(status)
     }
 

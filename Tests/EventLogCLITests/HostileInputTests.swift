@@ -24,6 +24,24 @@ import Testing
     }
 
     /// An argument that is not UTF-8 would be repaired by Swift into another path: refused.
+    /// Output that cannot be written (a full disk: `/dev/full`) is an error, exit 3, not a
+    /// silent success; a reader that goes away (`| head`) ends the command quietly.
+    @Test func outputToAFullDiskIsAnError() throws {
+        let db = dir.file("full.lmdb")
+        #expect(try runEventlog(["import", "-", "--db", db], stdin: counterEvents(key: "n", count: 2_000)).code == 0)
+        for command in [["info"], ["export"], ["log", "--json"]] {
+            let process = try spawnEventlog(command + ["--db", db])
+            process.standardOutput = FileHandle(forWritingAtPath: "/dev/full")
+            let err = Pipe()
+            process.standardError = err
+            try process.run()
+            let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 3, "\(command): \(said)")
+            #expect(said == "Error: cannot write the output: No space left on device\n", "\(command): \(said)")
+        }
+    }
+
     @Test func anArgumentThatIsNotUTF8IsRefused() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
