@@ -95,7 +95,7 @@ public final class EventStore: @unchecked Sendable {
     ///   - path: The directory that holds (or is to hold) `data.mdb` and `lock.mdb`.
     ///   - options: Read-only or not, durability, the clock, and for a new log its keyframe policy.
     /// - Throws: ``EventStoreError/notFound(path:)`` when `options.readOnly` and there is no
-    ///   `data.mdb`; ``EventStoreError/damaged(_:)`` when the data file is truncated or emptied,
+    ///   `data.mdb`, or it holds an empty environment (a writer stopped before it made the log); ``EventStoreError/damaged(_:)`` when the data file is truncated or emptied,
     ///   one of the log's databases is missing, or the meta record fails its checksum;
     ///   ``EventStoreError/notAnEventLog(path:)`` when the environment holds something else;
     ///   ``EventStoreError/newerFormat(found:supported:)`` when a newer build wrote it; an
@@ -124,7 +124,10 @@ public final class EventStore: @unchecked Sendable {
             let isNew = try writable && txn.mainDatabaseIsEmpty()
             let databases = try ["meta", "events", "keyframes"].map { try txn.openDatabase(named: $0, create: isNew) }
             guard let meta = databases[0], let events = databases[1], let keyframes = databases[2] else {
-                // None of them: another program's environment. Some: a log that lost a database.
+                // Nothing at all: a writer was stopped between LMDB making the environment and
+                // making the log (the next writer makes it). None of them beside something
+                // else: another program's environment. Some: a log that lost a database.
+                if try txn.mainDatabaseIsEmpty() { throw EventStoreError.notFound(path: path) }
                 if databases.allSatisfy({ $0 == nil }) { throw EventStoreError.notAnEventLog(path: path) }
                 let missing = zip(["meta", "events", "keyframes"], databases).filter { $0.1 == nil }.map(\.0)
                 throw EventStoreError.damaged("the log's database \(missing.joined(separator: " and ")) is missing")
