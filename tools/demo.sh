@@ -21,5 +21,7 @@ step replay --verify --regression compound-tab-filter
 step demo --force --regression compound-tab-filter --db ./faulty.lmdb
 step bisect --where 'messenger.selectedTab == "bots" && messenger.listFilter == null' --db ./faulty.lmdb
 step bisect --against ./eventlog.lmdb --db ./faulty.lmdb
+step shrink --replay --regression compound-tab-filter --db ./faulty.lmdb
+step replay --what-if maxDeclines=3
 step bisect --where 'deploy.phase == "rolledBack"'
 printf '\nThe binary is .build/debug/eventlog; try: export PATH="$PWD/.build/debug:$PATH"; eventlog --help\n'
