@@ -191,10 +191,11 @@ import Testing
         for library in ["libnats", "libcrypto", "libcurl"] { #expect(demo.contains(library), "\(demo)") }
     }
 
-    /// SIGKILL at random moments of `counter-log tap --times 20000`, whose taps are queued
-    /// appends committed together by a writer thread, at least 60 times: afterwards the log
-    /// verifies, holds every tap the command printed as committed, and its counter equals its
-    /// last seq (every event whole: a commit takes a batch entirely or not at all).
+    /// SIGKILL at random moments of `counter-log tap --times 5000`, whose taps are queued
+    /// appends committed together by a writer thread, at least 40 times within 150 s (under
+    /// the sanitizers too): afterwards the log verifies, holds every tap the command printed
+    /// as committed, and its counter equals its last seq (every event whole: a commit takes a
+    /// batch entirely or not at all).
     @Test func killedWhileTappingNothingAcknowledgedIsLostAndEveryCommitIsWhole() throws {
         var outcomes = (killed: 0, finished: 0)
         let deadline = Date().addingTimeInterval(150)
@@ -202,7 +203,7 @@ import Testing
             let db = dir.file("taps-\(round).lmdb")
             let printed = dir.file("taps-\(round).out")
             #expect(FileManager.default.createFile(atPath: printed, contents: nil))
-            let process = try spawnEventlog(["tap", "--times", "20000", "--db", db], executable: "counter-log")
+            let process = try spawnEventlog(["tap", "--times", "5000", "--db", db], executable: "counter-log")
             process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: printed))
             try runAndKill(process)
             let finished = process.terminationReason == .exit && process.terminationStatus == 0
@@ -221,11 +222,11 @@ import Testing
             }
             #expect(verified.code == 0, "round \(round): \(verified.out)\(verified.err)")
             let last = try StateValue(json: try runEventlog(["info", "--json", "--db", db], executable: "counter-log").out)["lastSeq"]?.intValue ?? 0
-            #expect(last >= acknowledged && (!finished || last == 20_000), "round \(round): \(last) events, \(acknowledged) acknowledged")
+            #expect(last >= acknowledged && (!finished || last == 5_000), "round \(round): \(last) events, \(acknowledged) acknowledged")
             #expect(try runEventlog(["count", "--db", db], executable: "counter-log").out == "\(last)\n", "round \(round)")
             try FileManager.default.removeItem(atPath: db)
         }
-        #expect(outcomes.killed >= 60, "\(outcomes)")
+        #expect(outcomes.killed >= 40, "\(outcomes)")
         #expect(outcomes.finished > 0, "\(outcomes)")
     }
 
