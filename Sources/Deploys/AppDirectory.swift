@@ -372,8 +372,10 @@ final class CreatedPaths {
         return fd
     }
 
-    /// Removes file `path`, which this call created, and forgets it.
+    /// Removes file `path`, which this call created, and forgets it; a path it did not
+    /// record is left alone.
     func remove(file path: String) throws(DeployError) {
+        guard paths.contains(where: { $0.path == path && !$0.isDirectory }) else { return }
         guard unlink(path) == 0 || errno == ENOENT else { throw .filesystem("cannot remove \(path): \(String(cString: strerror(errno)))") }
         paths.removeAll { $0.path == path && !$0.isDirectory }
     }
