@@ -443,6 +443,40 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 
+    /// A writer killed between LMDB creating `data.mdb` and writing its meta pages leaves the
+    /// file empty beside the creation marker: no log yet, which the next writer makes. The same
+    /// empty file without the marker is a log whose file was emptied, and stays damage.
+    @Test func anEmptyDataFileIsAnUnfinishedCreationOnlyBesideItsMarker() throws {
+        let dir = TemporaryDirectory()
+        var readOnly = EventStore.Options.testing()
+        readOnly.readOnly = true
+        for marked in [true, false] {
+            let path = dir.file(marked ? "killed-creating.lmdb" : "emptied.lmdb")
+            #expect(mkdir(path, 0o755) == 0)
+            #expect(FileManager.default.createFile(atPath: path + "/data.mdb", contents: nil))
+            if marked { #expect(FileManager.default.createFile(atPath: path + "/data.mdb.creating", contents: nil)) }
+            guard marked else {
+                for options in [readOnly, .testing()] {
+                    #expect(throws: EventStoreError.damaged("\(path)/data.mdb is empty (0 bytes): the log it held is gone")) {
+                        try EventStore(path: path, options: options)
+                    }
+                }
+                continue
+            }
+            #expect(throws: EventStoreError.notFound(path: path)) { try EventStore(path: path, options: readOnly) }
+            #expect(try Data(contentsOf: URL(fileURLWithPath: path + "/data.mdb")).isEmpty, "a reader wrote")
+            try EventStore(path: path, options: .testing()).append(Event(stream: "s", type: "t"))
+            #expect(!FileManager.default.fileExists(atPath: path + "/data.mdb.creating"))
+            #expect(try EventStore(path: path, options: readOnly).lastSeq() == 1)
+        }
+    }
+
+    @Test func aNewLogLeavesNoCreationMarker() throws {
+        let dir = TemporaryDirectory()
+        try EventStore(path: dir.path, options: .testing()).append(Event(stream: "s", type: "t"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["data.mdb", "lock.mdb"])
+    }
+
     @Test func aPlainLMDBEnvironmentIsNotAnEventLog() throws {
         let dir = TemporaryDirectory()
         do {

@@ -95,7 +95,9 @@ public final class EventStore: @unchecked Sendable {
     ///   - path: The directory that holds (or is to hold) `data.mdb` and `lock.mdb`.
     ///   - options: Read-only or not, durability, the clock, and for a new log its keyframe policy.
     /// - Throws: ``EventStoreError/notFound(path:)`` when `options.readOnly` and there is no
-    ///   `data.mdb`, or it holds an empty environment (a writer stopped before it made the log); ``EventStoreError/damaged(_:)`` when the data file is truncated or emptied,
+    ///   `data.mdb`, or it holds an empty environment or none yet (a writer stopped before it
+    ///   made the log; the next writer makes it); ``EventStoreError/damaged(_:)`` when the data
+    ///   file is truncated or emptied,
     ///   one of the log's databases is missing, or the meta record fails its checksum;
     ///   ``EventStoreError/notAnEventLog(path:)`` when the environment holds something else;
     ///   ``EventStoreError/newerFormat(found:supported:)`` when a newer build wrote it; an
@@ -109,6 +111,10 @@ public final class EventStore: @unchecked Sendable {
         // Before LMDB maps the file: a truncated or emptied file must be reported, not read
         // past its end (a fault) or taken for a new database.
         do { _ = try StorageCheck.checkHeader(path: path + "/data.mdb") } catch { throw EventStoreError.damaged(error.description) }
+        // A creation killed before LMDB wrote a page: no log yet, which a writer makes.
+        if options.readOnly && StorageCheck.isUnfinishedCreation(dataFile: path + "/data.mdb") {
+            throw EventStoreError.notFound(path: path)
+        }
 
         var environmentOptions = Environment.Options()
         environmentOptions.readOnly = options.readOnly

@@ -126,16 +126,38 @@ package final class Environment: @unchecked Sendable {
         // that a failure leaves nothing behind, least of all an empty data.mdb that later
         // reads as a damaged log.
         let exists = { (file: String) in access(file, F_OK) == 0 }
-        var cleanup = [path + "/data.mdb", path + "/lock.mdb"].filter { !exists($0) }
+        let marker = StorageCheck.creationMarker(ofDataFile: path + "/data.mdb")
+        var cleanup = [path + "/data.mdb", path + "/lock.mdb", marker].filter { !exists($0) }
         do {
-            if !options.readOnly { try allocateLockFile(path + "/lock.mdb") }
-            return try opening(path: path, options: options)
+            if !options.readOnly {
+                if !exists(path + "/data.mdb") { try markCreation(marker, in: path) }
+                try allocateLockFile(path + "/lock.mdb")
+            }
+            let environment = try opening(path: path, options: options)
+            // LMDB has written the meta pages: the file is no longer being created.
+            if !options.readOnly { unlink(marker) }
+            return environment
         } catch {
             cleanup.removeAll { !exists($0) }
             for file in cleanup { unlink(file) }
             for directory in created { rmdir(directory) }
             throw error
         }
+    }
+
+    /// Writes the marker that stands beside a `data.mdb` being created, and flushes the
+    /// directory so that the marker reaches the disk before the file LMDB creates: a kill
+    /// between LMDB creating the file and writing its meta pages leaves it empty, and the
+    /// marker tells that emptiness (a creation to start again) from a log whose file was
+    /// emptied (damage). See `StorageCheck.checkHeader(path:)`.
+    private static func markCreation(_ marker: String, in directory: String) throws {
+        let fd = Glibc.open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw LMDBError(code: errno) }
+        close(fd)
+        let directoryFD = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard directoryFD >= 0 else { throw LMDBError(code: errno) }
+        defer { close(directoryFD) }
+        guard fsync(directoryFD) == 0 else { throw LMDBError(code: errno) }
     }
 
     /// LMDB sizes the lock file with `ftruncate` and writes its reader table through a map:

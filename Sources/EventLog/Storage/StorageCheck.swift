@@ -19,8 +19,11 @@ enum StorageCheck {
     }
 
     /// The newest intact meta page of the data file at `path`, after checking that the file
-    /// holds every page it names. `nil` when there is no file (a database yet to be created)
-    /// or it is no LMDB file at all (neither meta page is one), which LMDB reports itself.
+    /// holds every page it names. `nil` when there is no file or an empty one beside its
+    /// creation marker (a database yet to be created, or whose creation was killed before
+    /// LMDB wrote a page), or it is no LMDB file at all (neither meta page is one), which LMDB
+    /// reports itself. An empty file without the marker is damage: a log whose file was
+    /// emptied is never taken for a new one.
     ///
     /// Another process committing meanwhile can show a torn view (the two meta pages read at
     /// different moments, or a size read before the file grew), so damage is reported only
@@ -76,7 +79,10 @@ enum StorageCheck {
             waits += 1
         }
         let size = Int(info.st_size)
-        guard size > 0 else { throw Damage("\(path) is empty (0 bytes): the log it held is gone") }
+        guard size > 0 else {
+            if access(creationMarker(ofDataFile: path), F_OK) == 0 { return nil }
+            throw Damage("\(path) is empty (0 bytes): the log it held is gone")
+        }
         let metas = [Meta(fd: fd, page: 0, pageSize: nil), Meta(fd: fd, page: 1, pageSize: Meta(fd: fd, page: 0, pageSize: nil)?.pageSize)]
         // Neither page is a meta page: this is no LMDB file, which LMDB reports.
         guard let newest = metas.compactMap({ $0 }).max(by: { $0.txnID < $1.txnID }) else { return nil }
@@ -95,6 +101,17 @@ enum StorageCheck {
             throw Damage("\(path) is truncated: \(size) bytes, but its newest commit uses \(needed)")
         }
         return newest
+    }
+
+    /// The file a writer creates beside `dataFile` before LMDB creates it, and removes once
+    /// LMDB has written its meta pages (`Environment.open`).
+    static func creationMarker(ofDataFile dataFile: String) -> String { dataFile + ".creating" }
+
+    /// Whether `dataFile` is empty beside its creation marker: a creation killed before LMDB
+    /// wrote a page, which holds no log yet and which the next writer creates again.
+    static func isUnfinishedCreation(dataFile: String) -> Bool {
+        var info = stat()
+        return stat(dataFile, &info) == 0 && info.st_size == 0 && access(creationMarker(ofDataFile: dataFile), F_OK) == 0
     }
 
     /// Whether another process holds LMDB's exclusive lock on the `lock.mdb` beside
