@@ -255,14 +255,12 @@ enum Scenarios {
         plain.recompute(["messenger"], with: RecordedWrites())
         var upcasting = plain
         for type in Workload.types {
-            upcasting.upcast("messenger", type, from: 1) { old in
-                guard case .object(var payload) = old.payload else { return [old] }
+            upcasting.upcast("messenger", type, from: 1, changing: { event in
+                guard case .object(var payload) = event.payload else { return }
                 payload["avatar"] = payload["id"]
                 payload["id"] = nil
-                var new = old
-                new.payload = .object(payload)
-                return [new]
-            }
+                event.payload = .object(payload)
+            })
         }
         var plainReport: ReplayReport?, upcastReport: ReplayReport?
         let plainSeconds = try time { plainReport = try log.store.replay(through: plain, verify: true) }

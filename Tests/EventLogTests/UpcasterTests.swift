@@ -65,6 +65,35 @@ struct UpcasterTests {
         #expect(report.state == ["app": ["tab": "bots", "filter": "mentions"]])
     }
 
+    /// The same rename written as a change in place reads and proves the same, counts the
+    /// same, chains into an upcaster of the other kind, and a wrong one is caught as well.
+    @Test func anUpcasterThatChangesTheEventInPlaceReadsAsOneThatReturnsIt() throws {
+        let log = try Self.releaseOneLog()
+        func code(droppingTheFilter: Bool) -> Projections {
+            var code = Projections()
+            code.recompute(["app"], with: TabCode())
+            code.upcast("app", "selectTab", from: 1, changing: { event in
+                let filter = droppingTheFilter ? StateValue.null : event.payload["filter"] ?? .null
+                event.payload = ["tab": "bots", "filter": ["name": filter]]
+            })
+            code.upcast("app", "pickBotsFiltered", from: 1, changing: { event in event.payload = ["chosen": event.payload["filter"] ?? .null] })
+            code.upcast("app", "pickBotsFiltered", from: 2) { event in
+                [Event(stream: "app", type: "selectTab", payload: ["tab": "bots"], version: 2),
+                 Event(stream: "app", type: "setFilter", payload: ["name": event.payload["chosen"] ?? .null])]
+            }
+            return code
+        }
+        let changed = try log.store.replay(through: code(droppingTheFilter: false), verify: true)
+        let returned = try log.store.replay(through: Self.releaseTwo(), verify: true)
+        #expect(changed.divergence == nil, "\(String(describing: changed.divergence))")
+        #expect(changed.state == returned.state)
+        #expect(changed.upcast == [EventShape(stream: "app", type: "selectTab", version: 1): 3,
+                                   EventShape(stream: "app", type: "pickBotsFiltered", version: 1): 1])
+        let wrong = try #require(try log.store.replay(through: code(droppingTheFilter: true), verify: true).divergence)
+        #expect(wrong.seq == 1 && wrong.missing == [Write("app.filter", old: nil, new: "unread")])
+        #expect(wrong.upcast.map(\.payload) == [["tab": "bots", "filter": ["name": .null]]] && wrong.upcast.map(\.version) == [2])
+    }
+
     @Test func aWrongUpcasterIsCaughtAtItsFirstEventNamingTheWrite() throws {
         let log = try Self.releaseOneLog()
         let report = try log.store.replay(through: Self.releaseTwo(droppingTheFilter: true), verify: true)

@@ -35,10 +35,11 @@ extension Projection {
     /// original's outcome); `nil` when it recomputes none of them (inputs, such as a
     /// cancelled step). An upcast event it does not recompute among others it does, or whose
     /// writes do not fit, makes the whole `skipped` with the reason.
-    func recompute(upcast events: [Event], of record: EventRecord, in state: StateValue) -> Recomputed? {
-        // One event (a rename, a new field): as today's code computes it, the state untouched.
+    func recompute(upcast events: consuming [Event], of record: EventRecord, in state: StateValue) -> Recomputed? {
+        // One event (a rename, a new field): as today's code computes it, the state untouched,
+        // the event moved out of the array rather than copied.
         if events.count == 1 {
-            return recompute(EventRecord(seq: record.seq, time: record.time, event: events[0], checksum: record.checksum), in: state)
+            return recompute(EventRecord(seq: record.seq, time: record.time, event: events.removeLast(), checksum: record.checksum), in: state)
         }
         var state = state
         var writes: [Write] = []
@@ -110,6 +111,13 @@ public struct EventShape: Sendable, Hashable, Comparable, CustomStringConvertibl
     public static func < (a: EventShape, b: EventShape) -> Bool {
         (a.stream, a.type, a.version) < (b.stream, b.type, b.version)
     }
+
+    /// The type and version: replay counts one for every event read through an upcaster,
+    /// an app has few streams, and equality still compares all three.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(type)
+        hasher.combine(version)
+    }
 }
 
 /// An app's code for its whole log, declared once: a projection per stream, and the streams
@@ -128,10 +136,20 @@ public struct Projections: Projection {
     /// other types keep the version they are given.
     public typealias Upcaster = @Sendable (Event) -> [Event]
 
+    /// Changes one recorded event of some version, in place, into the one event of the next
+    /// version that today's code would have recorded in its place (a rename, a new field): the
+    /// commonest upcaster, written without copying the event or making an array (Axon's single
+    /// event upcaster). Pure, as an ``Upcaster``; the event is stamped with the next version.
+    public typealias ChangingUpcaster = @Sendable (inout Event) -> Void
+
     /// A stream and a type, whatever the version.
     private struct EventType: Hashable {
         var stream: String
         var type: String
+
+        /// The type alone: replay looks one up for every event, an app has few streams, and
+        /// equality still compares both.
+        func hash(into hasher: inout Hasher) { hasher.combine(type) }
     }
 
     /// The versions of one type: today's (what its projection says, or one more than the
@@ -142,8 +160,14 @@ public struct Projections: Projection {
         /// Whether a projection recomputes the type's stream (events of other streams are
         /// read as they are); kept here so that reading an old event looks up nothing else.
         var isRecomputed = false
-        var upcasters: [Int: Upcaster] = [:]
+        var upcasters: [Int: Step] = [:]
         var readTwice: Set<Int> = []
+    }
+
+    /// What the upcaster of one version does.
+    private enum Step {
+        case events(Upcaster)
+        case changing(ChangingUpcaster)
     }
 
     /// Projections that know no stream yet.
@@ -157,9 +181,20 @@ public struct Projections: Projection {
     /// second upcaster for one version keeps the first and makes every event it reads
     /// unreadable, saying so.
     public mutating func upcast(_ stream: String, _ type: String, from version: Int, with upcaster: @escaping Upcaster) {
+        register(.events(upcaster), stream, type, from: version)
+    }
+
+    /// Registers `upcaster` for the events of `stream` and `type` recorded at `version`, each
+    /// changed in place into the one event of the next version; it chains, is proved and is
+    /// refused twice as ``upcast(_:_:from:with:)`` is.
+    public mutating func upcast(_ stream: String, _ type: String, from version: Int, changing upcaster: @escaping ChangingUpcaster) {
+        register(.changing(upcaster), stream, type, from: version)
+    }
+
+    private mutating func register(_ step: Step, _ stream: String, _ type: String, from version: Int) {
         let key = EventType(stream: stream, type: type)
         var versions = versioned[key] ?? TypeVersions(isRecomputed: byStream[stream] != nil)
-        if versions.upcasters[version] != nil { versions.readTwice.insert(version) } else { versions.upcasters[version] = upcaster }
+        if versions.upcasters[version] != nil { versions.readTwice.insert(version) } else { versions.upcasters[version] = step }
         versions.today = max(versions.today, version + 1)
         versioned[key] = versions
     }
@@ -220,21 +255,32 @@ public struct Projections: Projection {
     /// `event` read through the upcasters of its type (`versions`) to today's version, and
     /// each event of another type it becomes to today's version of its own; or why it cannot be.
     private func chain(_ recorded: Event, _ versions: TypeVersions) -> Result<[Event], RuleError> {
-        // One event at a time, in an array of one that each rename hands on without copying it.
-        var single = [recorded]
-        while single[0].version < versions.today {
-            let event = single[0]
-            guard versions.readTwice.isEmpty || !versions.readTwice.contains(event.version) else {
-                return .failure(RuleError("two upcasters read \(EventShape(event))"))
+        // The recorded event goes to the first upcaster as it is, and each rename after it in
+        // the array of one its upcaster returned: no copy of an event is made on the way but
+        // the one a change in place needs.
+        var renamed: [Event] = []
+        while true {
+            let version = renamed.first?.version ?? recorded.version
+            guard version < versions.today else { return .success(renamed.isEmpty ? [recorded] : renamed) }
+            guard versions.readTwice.isEmpty || !versions.readTwice.contains(version) else {
+                return .failure(RuleError("two upcasters read \(EventShape(stream: recorded.stream, type: recorded.type, version: version))"))
             }
-            guard let upcaster = versions.upcasters[event.version] else {
-                return .failure(RuleError("no upcaster for \(EventShape(event)) → v\(event.version + 1)"))
+            guard let step = versions.upcasters[version] else {
+                return .failure(RuleError("no upcaster for \(EventShape(stream: recorded.stream, type: recorded.type, version: version)) → v\(version + 1)"))
             }
-            var made = upcaster(event)
+            var made: [Event]
+            switch step {
+            case .events(let upcaster):
+                made = renamed.isEmpty ? upcaster(recorded) : upcaster(renamed[0])
+            case .changing(let change):
+                made = renamed.isEmpty ? [recorded] : renamed
+                renamed = [] // so that the change is made on the only reference to the event
+                change(&made[0])
+            }
             // A rename or a new field: the next version of this event, read on.
-            if made.count == 1, made[0].stream == event.stream, made[0].type == event.type {
-                made[0].version = event.version + 1
-                single = made
+            if made.count == 1, made[0].stream == recorded.stream, made[0].type == recorded.type {
+                made[0].version = version + 1
+                renamed = made
                 continue
             }
             var events: [Event] = []
@@ -242,7 +288,7 @@ public struct Projections: Projection {
                 // The next version of this type; an event of another type (a split) is at the
                 // version the upcaster gave it, 1 unless it says otherwise.
                 let other = versioned[EventType(stream: next.stream, type: next.type)] ?? TypeVersions()
-                if next.stream == event.stream, next.type == event.type { next.version = event.version + 1 }
+                if next.stream == recorded.stream, next.type == recorded.type { next.version = version + 1 }
                 guard next.version <= other.today else {
                     return .failure(RuleError("an upcaster gives \(EventShape(next)), newer than today's v\(other.today)"))
                 }
@@ -253,7 +299,6 @@ public struct Projections: Projection {
             }
             return .success(events)
         }
-        return .success(single)
     }
 
     /// Whether `stream` was given a projection or taken as recorded.
@@ -366,17 +411,16 @@ extension EventStore {
                        progress: ((UInt64) -> Void)? = nil) throws -> ReplayReport {
         let from = try windowStart(from)
         var report = ReplayReport(state: try snapshot(after: from - 1))
+        var upcastCounts = ShapeCounts()
         try forEachRecord(from: from, to: to) { record in
             if record.seq & 0xFFFF == 0 { progress?(record.seq) }
             let event = record.event
-            var upcast: [Event] = []
             let recomputed: Recomputed?
             switch projection.upcasting(event) {
             case .current:
                 recomputed = projection.recompute(record, in: report.state)
             case .events(let events):
-                upcast = events
-                report.upcast[EventShape(event), default: 0] += 1
+                upcastCounts.count(event)
                 recomputed = projection.recompute(upcast: events, of: record, in: report.state)
             case .newer:
                 report.events += 1
@@ -406,9 +450,14 @@ extension EventStore {
             let writes = recomputed?.writes ?? record.event.writes
             do throws(StateError) { try report.state.apply(writes) } catch { throw EventStoreError.invalidWrite(error) }
             guard let recorded, let recomputed else { return true }
+            // Upcasters are pure: asked again, they make what today's code was fed (which it
+            // took, not copied).
+            var upcast: [Event] = []
+            if case .events(let events) = projection.upcasting(event) { upcast = events }
             report.divergence = Divergence(record: record, upcast: upcast, actual: recomputed, diff: recorded.diff(to: report.state))
             return false
         }
+        report.upcast = upcastCounts.total()
         return report
     }
 
@@ -465,4 +514,48 @@ extension EventStore {
         }
         return found
     }
+}
+
+/// Counts events by shape, for the report of events read through upcasters, without hashing
+/// their names for every event: a memo keyed by the bits of the stream and type strings. A
+/// read repeats its names with the same bits (a short string is its bits; a longer one is
+/// shared through the read's name cache), and equal bits are equal strings. A shape looks at
+/// four slots from the one its bits choose; when all are taken by others, the last one's
+/// count moves to the dictionary.
+private struct ShapeCounts {
+    private struct Slot {
+        var stream: String
+        var type: String
+        var version: Int
+        var count: Int
+    }
+
+    private var slots = [Slot?](repeating: nil, count: 64)
+    private var counts: [EventShape: Int] = [:]
+
+    mutating func count(_ event: Event) {
+        let stream = Self.bits(event.stream), type = Self.bits(event.type)
+        let mixed = (stream.0 ^ stream.1 ^ type.0 ^ type.1 ^ UInt64(truncatingIfNeeded: event.version)) &* 0x9E37_79B9_7F4A_7C15
+        let first = Int(truncatingIfNeeded: mixed >> 58)
+        var index = first
+        for probe in 0..<4 {
+            index = (first + probe) & 63
+            guard let slot = slots[index] else { break }
+            if slot.version == event.version, Self.bits(slot.type) == type, Self.bits(slot.stream) == stream {
+                slots[index]!.count += 1
+                return
+            }
+        }
+        if let slot = slots[index] { counts[EventShape(stream: slot.stream, type: slot.type, version: slot.version), default: 0] += slot.count }
+        slots[index] = Slot(stream: event.stream, type: event.type, version: event.version, count: 1)
+    }
+
+    /// Every count, by shape.
+    func total() -> [EventShape: Int] {
+        slots.reduce(into: counts) { counts, slot in
+            if let slot { counts[EventShape(stream: slot.stream, type: slot.type, version: slot.version), default: 0] += slot.count }
+        }
+    }
+
+    private static func bits(_ string: String) -> (UInt64, UInt64) { unsafeBitCast(string, to: (UInt64, UInt64).self) }
 }
