@@ -138,8 +138,9 @@ public struct Projections: Projection {
 
     /// Changes one recorded event of some version, in place, into the one event of the next
     /// version that today's code would have recorded in its place (a rename, a new field): the
-    /// commonest upcaster, written without copying the event or making an array (Axon's single
-    /// event upcaster). Pure, as an ``Upcaster``; the event is stamped with the next version.
+    /// commonest upcaster, which spares the array and the second copy of the event that an
+    /// ``Upcaster`` makes (Axon's single event upcaster). Pure, as an ``Upcaster``; the event
+    /// is stamped with the next version.
     public typealias ChangingUpcaster = @Sendable (inout Event) -> Void
 
     /// A stream and a type, whatever the version.
