@@ -333,11 +333,9 @@ public final class DeployClient {
                 // The inode now in the new update is the one hashed: a symbolic link, a FIFO
                 // or damaged bytes fail here.
                 var info = stat()
-                if Files.sha256(of: file) == hash, lstat(file, &info) == 0 {
-                    created.record(file: file)
-                    return Int64(info.st_size)
-                }
-                unlink(file)
+                created.record(file: file)
+                if Files.sha256(of: file) == hash, lstat(file, &info) == 0 { return Int64(info.st_size) }
+                try created.remove(file: file)
             } else if let copied = try copy(held, to: file, created: created) {
                 if copied.hash == hash { return copied.bytes }
                 try created.remove(file: file)

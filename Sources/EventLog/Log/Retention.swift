@@ -156,8 +156,8 @@ extension EventStore {
         guard Environment.isOpenInThisProcess(path: path) == false else {
             throw EventStoreError.busy("a store of this process has the log open; close it first")
         }
-        try flush(scratch + "/data.mdb")
-        try flush(scratch)
+        try Environment.flush(scratch + "/data.mdb")
+        try Environment.flush(scratch)
         // LMDB takes a lock on the first byte of lock.mdb in every process that opens the log:
         // held exclusively here, no process has it open and none can open it until it is released.
         let lock = open(path + "/lock.mdb", O_RDWR | O_CLOEXEC)
@@ -177,7 +177,7 @@ extension EventStore {
         guard link(path + "/data.mdb", scratch + "/data.mdb.old") == 0 else { throw LMDBError(code: errno) }
         keepScratch = true
         guard rename(scratch + "/data.mdb", path + "/data.mdb") == 0 else { throw LMDBError(code: errno) }
-        try flush(path)
+        try Environment.flush(path)
         keepScratch = false
         return (before, fileBytes(path + "/data.mdb"))
     }
@@ -185,13 +185,6 @@ extension EventStore {
     /// `F_OFD_SETLK` (Linux): a lock owned by the open file, which conflicts with the locks
     /// other processes (and this one's environments) hold on the file.
     private static let ofdSetLock: Int32 = 37
-
-    private static func flush(_ path: String) throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw LMDBError(code: errno) }
-        defer { close(fd) }
-        guard fsync(fd) == 0 else { throw LMDBError(code: errno) }
-    }
 
     private static func fileBytes(_ path: String) -> Int {
         var info = stat()

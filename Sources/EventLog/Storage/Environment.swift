@@ -134,7 +134,8 @@ package final class Environment: @unchecked Sendable {
                 try allocateLockFile(path + "/lock.mdb")
             }
             let environment = try opening(path: path, options: options)
-            // LMDB has written the meta pages: the file is no longer being created.
+            // LMDB has written the meta pages: the file is no longer being created, whichever
+            // writer marked it (the engine's own file, never a user's).
             if !options.readOnly { unlink(marker) }
             return environment
         } catch {
@@ -154,10 +155,16 @@ package final class Environment: @unchecked Sendable {
         let fd = Glibc.open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw LMDBError(code: errno) }
         close(fd)
-        let directoryFD = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard directoryFD >= 0 else { throw LMDBError(code: errno) }
-        defer { close(directoryFD) }
-        guard fsync(directoryFD) == 0 else { throw LMDBError(code: errno) }
+        try flush(directory)
+    }
+
+    /// Flushes the file or directory at `path` to the disk (`fsync`).
+    /// - Throws: An ``LMDBError`` holding the `errno` of a failed `open` or `fsync`.
+    static func flush(_ path: String) throws {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw LMDBError(code: errno) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw LMDBError(code: errno) }
     }
 
     /// LMDB sizes the lock file with `ftruncate` and writes its reader table through a map:
