@@ -100,15 +100,21 @@ public struct Fleet: Sendable {
         return LogSummary(logID: logID, events: events, lastSeq: seq, lastTime: record.time)
     }
 
-    /// Where one log first reached the state the predicate describes.
+    /// Where one log first went wrong: reached the state a predicate describes, or, replayed,
+    /// first disagreed with today's code.
     public struct Finding: Sendable {
         /// The log the finding is about.
         public var logID: UUID
-        /// The first event after which the predicate holds, with its state's value at the
-        /// predicate's paths; `nil` when the log never reaches it.
+        /// The first bad event; `nil` when the log has none.
         public var firstBad: EventRecord?
         /// How many events of the log were searched: the last seq of its copy.
         public var events: UInt64
+        /// Replayed: today's code against the recording at the first bad event, when it
+        /// recomputed it.
+        public var divergence: Divergence?
+        /// Replayed: why today's code cannot read the first bad event (an old version no
+        /// upcaster reads).
+        public var unreadable: String?
     }
 
     /// Copies each log (`logs`, or every log in the stream) into a directory of its own in
@@ -140,6 +146,26 @@ public struct Fleet: Sendable {
             let finding = Finding(logID: logID, firstBad: try found.firstBad.flatMap { try copy.record($0) }, events: through)
             try examine(copy, finding)
             return finding
+        }
+    }
+
+    /// Copies each log as ``bisect(where:logs:scratch:examine:progress:)`` does and replays
+    /// it through the code `code` makes, verifying, as `bisect --replay` does: the first bad
+    /// event is the first that code disagrees with or cannot read.
+    /// - Parameters:
+    ///   - code: Makes the app's code (today's, or a faulty variant), once for each log, on
+    ///     the thread that replays it.
+    ///   - requested: The logs to replay; `nil` for every log in the stream.
+    ///   - scratch: As for ``bisect(where:logs:scratch:examine:progress:)``.
+    ///   - progress: Called with the number of logs replayed so far after each one, from any
+    ///     thread.
+    /// - Throws: What ``bisect(where:logs:scratch:examine:progress:)`` throws, and what `code` throws.
+    public func bisect<Code: Projection>(replayingThrough code: @escaping @Sendable () throws -> Code, logs requested: [UUID]? = nil,
+                                         scratch: String, progress: @escaping @Sendable (Int) -> Void = { _ in }) throws -> [Finding] {
+        try survey(requested, scratch: scratch, progress: progress) { logID, copy, through in
+            let report = try copy.replay(through: try code(), verify: true)
+            let firstBad = report.unreadable?.record ?? report.divergence?.record
+            return Finding(logID: logID, firstBad: firstBad, events: through, divergence: report.divergence, unreadable: report.unreadable?.reason)
         }
     }
 

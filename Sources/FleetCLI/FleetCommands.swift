@@ -107,7 +107,7 @@ enum FleetCommands {
 
     static let fleet = CommandSpec(
         name: "fleet",
-        summary: "The logs in a NATS JetStream stream: list them, bisect them all with one predicate, or count how they ended.",
+        summary: "The logs in a NATS JetStream stream: list them, bisect them all by a predicate or by replay, or count how they ended.",
         discussion: """
             A message on a log's subject that is not one of its records is reported on stderr (log,
             stream seq) and skipped; the other logs are listed and searched all the same.
@@ -117,10 +117,15 @@ enum FleetCommands {
                 try list(fleet, context)
             },
             fleetSubcommand("bisect", "Copy each log (--logs, else all) into a scratch directory and find the first event after which"
-                            + " --where holds, as many logs at once as there are cores; then how many logs reached the state, the"
-                            + " earliest, and the commonest cause.",
-                            discussion: #"  eventlog fleet bisect --servers nats://127.0.0.1:4222 --where 'messenger.selectedTab == "bots" && messenger.listFilter == null'"#,
+                            + " --where holds, or, with --replay, the first today's code disagrees with, as many logs at once as"
+                            + " there are cores; then how many logs went wrong, the earliest, and the commonest cause.",
+                            discussion: #"""
+                                  eventlog fleet bisect --servers nats://127.0.0.1:4222 --where 'messenger.selectedTab == "bots" && messenger.listFilter == null'
+                                  eventlog fleet bisect --servers nats://127.0.0.1:4222 --replay
+                                """#,
                             options: [.init(name: "where", value: "EXPR", help: "The bad state, as for eventlog bisect --where."),
+                                      .init(name: "replay", value: nil, help: "Bad when the app's code disagrees with the recording, as for eventlog bisect --replay."),
+                                      .init(name: "regression", value: "NAME", help: "With --replay, replay through the app's faulty variant NAME (see eventlog bisect --help)."),
                                       .init(name: "logs", value: "ID[,ID…]", help: "Only these logs.")]) { fleet, arguments, context in
                 try bisect(fleet, arguments, context)
             },
@@ -167,21 +172,30 @@ enum FleetCommands {
     }
 
     private static func bisect(_ fleet: Fleet, _ arguments: ParsedArguments, _ context: CommandContext) throws(CLIError) -> ExitCode {
-        guard let text = arguments.value("where") else { throw CLIError.usage("fleet bisect needs --where EXPR") }
-        let predicate: StatePredicate
-        do { predicate = try StatePredicate(parsing: text) } catch { throw CLIError.usage("--where: \(error)") }
+        let text = arguments.value("where"), replaying = arguments.flag("replay")
+        guard (text != nil) != replaying else {
+            throw CLIError.usage(replaying ? "use only one of --where, --replay" : "say what bad is with --where EXPR or --replay")
+        }
+        guard replaying || arguments.value("regression") == nil else { throw CLIError.usage("--regression goes with --replay") }
+        let predicate = try wherePredicate(text)
+        let variant = try AnalysisCommands.variant(arguments, context)
         let logs = try requestedLogs(arguments)
         let scratch = try scratchDirectory()
         defer { rmdir(scratch) }
         let console = context.console
+        let progress: @Sendable (Int) -> Void = { done in console.progress("\(done) logs bisected") }
         // The predicate's paths no state of a log holds, with their suggestions, by log: asked,
         // as bisect --where asks, of a log that never reaches the state.
         let absent = AbsentPaths()
         let findings = try fleetAttempt {
-            try fleet.bisect(where: predicate, logs: logs, scratch: scratch, examine: { copy, finding in
+            guard let predicate else {
+                let app = context.app
+                return try fleet.bisect(replayingThrough: { try app.projections(variant) }, logs: logs, scratch: scratch, progress: progress)
+            }
+            return try fleet.bisect(where: predicate, logs: logs, scratch: scratch, examine: { copy, finding in
                 guard finding.events > 0, finding.firstBad == nil else { return }
                 absent.add(try AnalysisCommands.absentPaths(predicate, store: copy, from: 1, to: finding.events))
-            }, progress: { done in console.progress("\(done) logs bisected") })
+            }, progress: progress)
         }
         context.console.endProgress()
         // When no log reached the state, a path no log's state holds is a typo as surely as in
@@ -199,6 +213,11 @@ enum FleetCommands {
                 "logs": .array(findings.map { finding in
                     var entry: StateObject = ["logId": .string(finding.logID.uuidString.lowercased()), "events": .int(Int64(finding.events))]
                     entry["firstBad"] = finding.firstBad.map(\.jsonValue) ?? .null
+                    if let divergence = finding.divergence {
+                        entry["actual"] = .array(divergence.actual.writes.map(\.jsonValue))
+                        entry["missing"] = .array(divergence.missing.map(\.jsonValue))
+                    }
+                    if let unreadable = finding.unreadable { entry["unreadable"] = .string(unreadable) }
                     return .object(entry)
                 }),
                 "reached": .int(Int64(bad.count)), "total": .int(Int64(findings.count)),
@@ -214,12 +233,23 @@ enum FleetCommands {
                 }
                 context.console.line("\(id)  first bad event \(record.seq) of \(finding.events), \(record.time): \(record.event.stream)/\(Render.stepName(record.event))  cause \(Render.escaped(Fleet.cause(of: record)))")
                 for write in record.event.writes { context.console.line("      \(Render.write(write))") }
+                if let divergence = finding.divergence {
+                    context.console.line(AnalysisCommands.describe(divergence).map { "    " + $0 }.joined(separator: "\n"))
+                }
+                if let unreadable = finding.unreadable { context.console.line("      today's code cannot read it: \(Render.escaped(unreadable))") }
             }
-            context.console.line("\(bad.count) of \(findings.count) logs reached \(text)"
+            context.console.line("\(bad.count) of \(findings.count) logs " + (text.map { "reached \($0)" } ?? "disagree with " + (variant.map { "the code of --regression \($0)" } ?? "today's code"))
                 + (earliest.map { "; earliest \($0.logID.uuidString.lowercased()) at \($0.firstBad!.time)" } ?? "")
                 + (commonest.map { "; commonest cause \(Render.escaped($0.key)) (\($0.value))" } ?? ""))
         }
         return bad.isEmpty ? .problem : .ok
+    }
+
+    /// `--where EXPR` parsed; a syntax error is a usage error naming the column.
+    private static func wherePredicate(_ text: String?) throws(CLIError) -> StatePredicate? {
+        try text.map { (text) throws(CLIError) -> StatePredicate in
+            do { return try StatePredicate(parsing: text) } catch { throw CLIError.usage("--where: \(error)") }
+        }
     }
 
     private static func stats(_ fleet: Fleet, _ arguments: ParsedArguments, _ context: CommandContext) throws(CLIError) -> ExitCode {
@@ -227,9 +257,7 @@ enum FleetCommands {
             do { return try StatePath(parsing: text) } catch { throw CLIError.usage("--group-by: \(error)") }
         }
         let text = arguments.value("where")
-        let predicate = try text.map { (text) throws(CLIError) -> StatePredicate in
-            do { return try StatePredicate(parsing: text) } catch { throw CLIError.usage("--where: \(error)") }
-        }
+        let predicate = try wherePredicate(text)
         let logs = try requestedLogs(arguments)
         let scratch = try scratchDirectory()
         defer { rmdir(scratch) }

@@ -218,6 +218,48 @@ import Testing
         #expect(none.out.hasSuffix("0 of 2 logs reached a >= 1000\n"), "\(none.out)")
     }
 
+    /// Three of the demo's logs, shipped: recorded by release 1 (read through its upcaster),
+    /// by today's code, and by a faulty variant. fleet bisect --replay finds in each the
+    /// event `bisect --replay` finds in the log itself, through today's code or a variant.
+    @Test func fleetBisectReplayFindsWhereEachLogDisagreesWithTheCode() throws {
+        let nats = try NATSServers()
+        let releaseOne = dir.file("release-one"), today = dir.file("today"), faulty = dir.file("faulty")
+        #expect(try runEventlog(["import", EventVersionTests.fixture, "--db", releaseOne]).code == 0)
+        #expect(try runEventlog(["demo", "--db", today]).code == 0)
+        #expect(try runEventlog(["demo", "--regression", "compound-tab-filter", "--db", faulty]).code == 0)
+        for db in [releaseOne, today, faulty] { #expect(try runEventlog(["ship", "--servers", nats.urls, "--db", db]).code == 0) }
+
+        for regression in [[], ["--regression", "wrong-upcaster"], ["--regression", "compound-tab-filter"]] {
+            let found = try runEventlog(["fleet", "bisect", "--replay", "--servers", nats.urls, "--json"] + regression)
+            let report = try StateValue(json: found.out)
+            let logs = try #require(report["logs"]?.arrayValue)
+            var reached: Int64 = 0
+            for db in [releaseOne, today, faulty] {
+                let local = try StateValue(json: try runEventlog(["bisect", "--replay", "--json", "--db", db] + regression).out)
+                let finding = try #require(logs.first { $0["logId"]?.stringValue == (try? logID(db)) })
+                #expect(finding["firstBad"]?["seq"] ?? .null == local["firstBad"], "\(regression) \(db): \(finding)")
+                #expect(finding["missing"] ?? .null == local["missing"] ?? .null && finding["actual"] ?? .null == local["actual"] ?? .null)
+                if local["firstBad"] != .null { reached += 1 }
+            }
+            #expect(reached > 0 && report["reached"]?.intValue == reached && report["total"] == 3, "\(regression): \(found.out)")
+            #expect(found.code == 0, "\(found.err)")
+        }
+        // The release-1 log agrees with today's code only through its upcaster, and the wrong
+        // upcaster is found at its first event, naming the write it lost.
+        let wrong = try runEventlog(["fleet", "bisect", "--replay", "--regression", "wrong-upcaster", "--servers", nats.urls])
+        let line = try #require(wrong.out.split(separator: "\n").first { $0.hasPrefix(try logID(releaseOne)) })
+        #expect(line.contains("first bad event 113 of "), "\(wrong.out)")
+        #expect(wrong.out.contains(#"      missing write: messenger.listFilter: null → "unread""#), "\(wrong.out)")
+        #expect(wrong.out.contains("2 of 3 logs disagree with the code of --regression wrong-upcaster"), "\(wrong.out)")
+
+        for (arguments, message) in [(["--replay", "--where", "a == 1"], "use only one of --where, --replay"),
+                                     (["--where", "a == 1", "--regression", "wrong-upcaster"], "--regression goes with --replay"),
+                                     (["--replay", "--regression", "nope"], #"unknown regression "nope" (expected compound-tab-filter, wrong-upcaster)"#)] {
+            let refused = try runEventlog(["fleet", "bisect", "--servers", nats.urls] + arguments)
+            #expect(refused.code == 2 && refused.err.hasPrefix("Error: \(message)\n"), "\(arguments): \(refused.err)")
+        }
+    }
+
     /// Three logs count one key to different ends: grouped by its final value, with how many
     /// reached a state and what took them there; without --where, counts only.
     @Test func fleetStatsCountsTheLogsByHowTheyEnded() throws {

@@ -7,11 +7,21 @@ package enum AnalysisCommands {
 
     /// Today's code for the app, or the faulty variant `--regression` names.
     static func projections(_ arguments: ParsedArguments, _ context: CommandContext) throws(CLIError) -> Projections {
-        let variant = context.app.variants.isEmpty ? nil : arguments.value("regression")
-        if let variant, !context.app.variants.contains(where: { $0.name == variant }) {
-            throw CLIError.usage("unknown regression \"\(variant)\" (expected \(context.app.variants.map(\.name).joined(separator: ", ")))")
-        }
+        let variant = try variant(arguments, context)
         do { return try context.app.projections(variant) } catch { throw CLIError.badInput("\(error)") }
+    }
+
+    /// The faulty variant `--regression` names, one of the app's; `nil` for today's code. A
+    /// command declares the option when the app has variants, or always (a family's command,
+    /// declared before any app): then it is refused for an app without them.
+    package static func variant(_ arguments: ParsedArguments, _ context: CommandContext) throws(CLIError) -> String? {
+        let declared = arguments.declared?.contains("regression") ?? true
+        guard declared, let variant = arguments.value("regression") else { return nil }
+        guard !context.app.variants.isEmpty else { throw CLIError.usage("--regression: \(context.app.name) has no faulty variants") }
+        guard context.app.variants.contains(where: { $0.name == variant }) else {
+            throw CLIError.usage("unknown regression \"\(Render.escaped(variant))\" (expected \(context.app.variants.map(\.name).joined(separator: ", ")))")
+        }
+        return variant
     }
 
     static func replay(_ app: EventLogApp) -> CommandSpec { CommandSpec(
