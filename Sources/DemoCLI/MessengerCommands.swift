@@ -154,7 +154,7 @@ enum MessengerCommands {
         let seed = try arguments.seq("seed") ?? 1
         let regression = try parseRegression(arguments)
         let path = context.databasePath
-        if FileManager.default.fileExists(atPath: path + "/data.mdb") {
+        if EventStore.exists(at: path) {
             let existing = try context.openStore().lastSeq()
             if existing > 0 {
                 guard arguments.flag("force") else {

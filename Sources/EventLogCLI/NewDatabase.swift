@@ -18,7 +18,8 @@ struct NewDatabase: Sendable {
     /// log in them still holds no event, checked under the log's write lock so that no other
     /// process's events can go with them.
     func removeIfStillEmpty() {
-        guard !createsFiles.isEmpty, FileManager.default.fileExists(atPath: path + "/data.mdb"),
+        // Opening a writer on an unfinished creation would make the log it is to remove.
+        guard !createsFiles.isEmpty, EventStore.exists(at: path),
               let store = try? EventStore(path: path) else { return }
         _ = try? store.transact { batch in
             if batch.lastSeq == 0 { removeFiles() }

@@ -101,6 +101,23 @@ import Testing
         #expect(try runEventlog(["verify", "--db", db]).code == 0)
     }
 
+    /// A first launch killed between LMDB creating data.mdb and writing its pages leaves an
+    /// empty file beside the creation marker: no log yet. The commands that need one say so,
+    /// and demo, a writer, makes it there.
+    @Test func anUnfinishedCreationIsNoLogAndDemoMakesOne() throws {
+        let db = dir.file("unfinished.lmdb")
+        try FileManager.default.createDirectory(atPath: db, withIntermediateDirectories: false)
+        for file in ["data.mdb", "data.mdb.creating"] { #expect(FileManager.default.createFile(atPath: db + "/" + file, contents: nil)) }
+        for command in [["rebuild"], ["compact", "--keep-last", "1"], ["info"]] {
+            let refused = try runEventlog(command + ["--db", db])
+            #expect(refused.code == 3 && refused.err.contains("no event log at \(db)"), "\(command): \(refused.err)")
+        }
+        let made = try runEventlog(["demo", "--plans", "5", "--db", db])
+        #expect(made.code == 0, "\(made.err)")
+        #expect(try runEventlog(["verify", "--db", db]).code == 0)
+        #expect(!FileManager.default.fileExists(atPath: db + "/data.mdb.creating"))
+    }
+
     /// Past the 64 MiB the map starts with, from a file and from stdin, in one transaction
     /// and in batches: the map grows and every event is stored.
     @Test func anImportGrowsTheMap() throws {

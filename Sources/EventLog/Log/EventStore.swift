@@ -85,6 +85,13 @@ public final class EventStore: @unchecked Sendable {
         static let logID = "logId"
     }
 
+    /// Whether `path` holds a log, or what is left of one (it may be damaged): a `data.mdb`
+    /// that is not a creation killed before LMDB wrote its first page. Looks only at the
+    /// file's size and the creation marker beside it.
+    public static func exists(at path: String) -> Bool {
+        FileManager.default.fileExists(atPath: path + "/data.mdb") && !StorageCheck.isUnfinishedCreation(dataFile: path + "/data.mdb")
+    }
+
     /// Opens the event log in directory `path`, creating it unless `options.readOnly`.
     ///
     /// A log damaged near its end still opens, so that its good part can be read, verified and

@@ -46,7 +46,7 @@ enum CompactCommand {
         if let copyPath, FileManager.default.fileExists(atPath: copyPath) {
             throw CLIError.badInput("--to \(copyPath) exists; compact copies into a new path")
         }
-        guard FileManager.default.fileExists(atPath: context.databasePath + "/data.mdb") else {
+        guard EventStore.exists(at: context.databasePath) else {
             throw CLIError.unavailable("cannot open \(context.databasePath): no event log at \(context.databasePath)")
         }
         if let policy {

@@ -404,7 +404,7 @@ enum LogCommands {
         discussion: "For a read model that 'verify' found damaged; the log itself is not changed.",
         writes: true
     ) { _, context in
-        guard FileManager.default.fileExists(atPath: context.databasePath + "/data.mdb") else {
+        guard EventStore.exists(at: context.databasePath) else {
             throw CLIError.unavailable("cannot open \(context.databasePath): no event log at \(context.databasePath)")
         }
         let store = try context.openStore(writable: true)
