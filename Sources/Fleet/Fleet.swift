@@ -32,6 +32,9 @@ public struct Fleet: Sendable {
         public var lastSeq: UInt64
         /// When the newest record was appended, as it records.
         public var lastTime: Timestamp
+        /// Where copies of the log refused as forks first differ from these records: each
+        /// such seq once, in order; empty when no copy was.
+        public var forkedAt: [UInt64] = []
     }
 
     /// Every log in the stream, by id, each as the stream holds its records: a message on a
@@ -42,31 +45,56 @@ public struct Fleet: Sendable {
     ///   not answer in time; `.refused` when the stream cannot be read (it does not exist, say).
     public func logs() throws -> [LogSummary] {
         let js = try JetStream(servers: servers, timeout: timeout)
-        return try logIDs(js).compactMap { logID, messages -> LogSummary? in
+        return try logIDs(js).compactMap { logID, messages, forkNotices -> LogSummary? in
             let subject = JetStream.Subjects.of(logID)
             guard let last = try js.lastMessage(stream: stream, subject: subject) else { return nil }
+            var summary: LogSummary
             // As a shipper leaves it: the newest message is record n, of n messages.
             if let seq = MessageID.seq(last.id, of: logID), seq == messages,
                let record = try? last.data.withUnsafeBytes({ try EventStore.decode($0, seq: seq) }) {
-                return LogSummary(logID: logID, events: messages, lastSeq: seq, lastTime: record.time)
+                summary = LogSummary(logID: logID, events: messages, lastSeq: seq, lastTime: record.time)
+            } else {
+                guard let read = try self.summary(of: logID, js, through: last.sequence) else { return nil }
+                summary = read
             }
-            return try summary(of: logID, js, through: last.sequence)
+            if forkNotices > 0 { summary.forkedAt = try forks(of: logID, js, notices: forkNotices) }
+            return summary
         }.sorted { $0.logID.uuidString < $1.logID.uuidString }
     }
 
-    /// The logs of the stream's subjects, with how many messages each holds; a subject that
-    /// names no log is told to `foreign`.
-    private func logIDs(_ js: JetStream) throws -> [(logID: UUID, messages: UInt64)] {
-        try js.subjects(stream: stream, filter: JetStream.Subjects.all).compactMap { entry in
-            if let logID = UUID(uuidString: String(entry.subject.dropFirst(JetStream.Subjects.prefix.count))),
-               JetStream.Subjects.of(logID) == entry.subject {
-                return (logID, entry.messages)
+    /// The logs of the stream's subjects, with how many messages each holds and how many
+    /// notices of forks its forks subject holds; a subject that names no log is told to
+    /// `foreign`.
+    private func logIDs(_ js: JetStream) throws -> [(logID: UUID, messages: UInt64, forkNotices: UInt64)] {
+        var logs: [(logID: UUID, messages: UInt64)] = [], forkNotices: [UUID: UInt64] = [:]
+        for entry in try js.subjects(stream: stream, filter: JetStream.Subjects.all) {
+            switch JetStream.Subjects.log(of: entry.subject) {
+            case let (logID, forks)? where forks: forkNotices[logID] = entry.messages
+            case let (logID, _)?: logs.append((logID, entry.messages))
+            case nil:
+                let newest = try js.lastMessage(stream: stream, subject: entry.subject)
+                foreign(StreamNotice(logID: nil, subject: entry.subject, streamSequence: newest?.sequence ?? 0,
+                                     finding: "\(entry.messages) message\(entry.messages == 1 ? "" : "s") on it, not a log's records; skipped"))
             }
-            let newest = try js.lastMessage(stream: stream, subject: entry.subject)
-            foreign(StreamNotice(logID: nil, subject: entry.subject, streamSequence: newest?.sequence ?? 0,
-                                 finding: "\(entry.messages) message\(entry.messages == 1 ? "" : "s") on it, not a log's records; skipped"))
-            return nil
         }
+        return logs.map { ($0.logID, $0.messages, forkNotices[$0.logID] ?? 0) }
+    }
+
+    /// The seqs the `notices` fork notices of `logID` name, each once, in order; a message
+    /// there that is no notice is told to `foreign` and skipped.
+    private func forks(of logID: UUID, _ js: JetStream, notices: UInt64) throws -> [UInt64] {
+        let subject = JetStream.Subjects.forks(of: logID)
+        let messages = try js.messages(stream: stream, subject: subject, from: 1)
+        var seqs = Set<UInt64>()
+        for _ in 0..<notices {
+            guard let message = try messages.next(timeout: timeout) else { break }
+            guard let seq = ForkNotice.seq(message.data) else {
+                foreign(StreamNotice(logID: logID, subject: subject, streamSequence: message.sequence, finding: "not a notice of a fork; skipped"))
+                continue
+            }
+            seqs.insert(seq)
+        }
+        return seqs.sorted()
     }
 
     /// A log read through from the start to the stream sequence `last`, telling `foreign` of

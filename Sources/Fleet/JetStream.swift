@@ -189,7 +189,7 @@ final class JetStream {
     }
 
     /// Publishes `data` on `subject` with message id `id`, expecting the subject's newest
-    /// message to be stream sequence `after` (0: no message), and the message to be stored by
+    /// message to be stream sequence `after` (0: no message; `nil`: any), and the message to be stored by
     /// `stream` when one is named (a stream of other subjects is an error, not another
     /// stream's message). Returns the stream sequence it got, and whether the stream already
     /// held a message of that id (a retry of a publish whose answer was lost, or another
@@ -197,12 +197,12 @@ final class JetStream {
     /// the caller compares what it holds).
     /// Throws `WrongLastSequence` when the subject's newest message is another: the caller
     /// asks the stream where it stands.
-    func publish(_ data: UnsafeRawBufferPointer, subject: String, id: String, after: UInt64,
+    func publish(_ data: UnsafeRawBufferPointer, subject: String, id: String, after: UInt64?,
                  stream: String? = nil) throws -> (sequence: UInt64, duplicate: Bool) {
         var options = jsPubOptions()
         jsPubOptions_Init(&options)
         options.MaxWait = timeout
-        if after == 0 { options.ExpectNoMessage = true } else { options.ExpectLastSubjectSeq = after }
+        if after == 0 { options.ExpectNoMessage = true } else if let after { options.ExpectLastSubjectSeq = after }
         var ack: UnsafeMutablePointer<jsPubAck>?
         var code = jsErrCode(0)
         let status = id.withCString { cID in
@@ -310,11 +310,21 @@ final class JetStream {
         }
     }
 
-    /// Subjects: one per log.
+    /// Subjects: one per log for its records, and one beside it for the copies refused as forks.
     enum Subjects {
         static let prefix = "eventlog."
         static let all = "eventlog.>"
+        static let forksSuffix = ".forks"
         static func of(_ logID: UUID) -> String { prefix + logID.uuidString.lowercased() }
+        static func forks(of logID: UUID) -> String { of(logID) + forksSuffix }
+        /// The log whose records `subject` carries, or whose forks it tells of.
+        static func log(of subject: String) -> (logID: UUID, forks: Bool)? {
+            let forks = subject.hasSuffix(forksSuffix)
+            let name = subject.dropFirst(prefix.count).dropLast(forks ? forksSuffix.count : 0)
+            guard subject.hasPrefix(prefix), let logID = UUID(uuidString: String(name)),
+                  (forks ? Subjects.forks(of: logID) : Subjects.of(logID)) == subject else { return nil }
+            return (logID, forks)
+        }
     }
 
     private static func check(_ status: natsStatus, _ what: String) throws(FleetError) {

@@ -207,8 +207,8 @@ public struct Shipper {
             let held = try retryingWhileUnavailable(for: retryFor) { try js.message(stream: stream, sequence: ack.sequence) }
             guard let held, held.id == id, held.data == bytes else {
                 try save()
-                throw FleetError(.refused, "stream \(stream) holds another record \(seq) of this log (stream seq \(ack.sequence)), shipped by another copy of it at the same time: "
-                    + "the copies went their own ways (a fork), and this one is not shipped past seq \(position.through)")
+                throw fork(js, logID: logID, from: firstDifference(js, logID: logID, below: seq, after: position) ?? seq, shippedThrough: position.through,
+                           "another copy of it shipped at the same time, and the copies went their own ways (a fork)")
             }
             return ack
         } catch let error as FleetError where error.kind == .unavailable {
@@ -225,11 +225,18 @@ public struct Shipper {
         guard let seq = MessageID.seq(last.id, of: logID) else {
             throw FleetError(.refused, "the newest message on \(subject) is not one of this log's records (message id \(last.id ?? "none"))")
         }
-        guard let local = try store.storedRecord(seq) else {
-            throw FleetError(.refused, "stream \(stream) holds this log through seq \(seq), but the log ends at \(try store.lastSeq()): it is not the log that was shipped")
-        }
+        let local = try store.storedRecord(seq)
         guard local == last.data else {
-            throw FleetError(.refused, "stream \(stream) holds another record \(seq) for this log: the log was changed after it was shipped, or another copy of it was shipped (a fork)")
+            // The first record that differs, when one does: the stream may be ahead of a copy
+            // that is only behind, or one that went its own way before the stream's end.
+            let shipped = try StreamPosition.read("shipped", stream: stream, in: store) ?? StreamPosition()
+            let end = local == nil ? try store.lastSeq() : seq
+            guard let first = local == nil ? firstDifference(js, logID: logID, below: end + 1, after: shipped)
+                                           : firstDifference(js, logID: logID, below: seq, after: shipped) ?? seq else {
+                throw FleetError(.refused, "stream \(stream) holds this log through seq \(seq), but the log ends at \(end): it is not the log that was shipped")
+            }
+            throw fork(js, logID: logID, from: first, shippedThrough: min(shipped.through, first - 1),
+                       "the log was changed after it was shipped, or another copy of it was shipped (a fork)")
         }
         // Every record through its newest, or the stream lost some: deleted, or dropped by
         // limits it had (or was given) after they were acknowledged.
@@ -239,6 +246,50 @@ public struct Shipper {
                 + "(deleted, or dropped by the stream's limits), and a stream cannot take them back in order; ship the log to a new stream (--stream NAME)")
         }
         return StreamPosition(through: seq, sequence: last.sequence)
+    }
+
+    /// The first seq below `known` at which the log's records differ from the stream's, among
+    /// the messages after stream position `after` (records this copy shipped itself, the
+    /// same since); `nil` when they agree up to it.
+    private func firstDifference(_ js: JetStream, logID: UUID, below known: UInt64, after: StreamPosition) -> UInt64? {
+        guard known > after.through + 1,
+              let messages = try? js.messages(stream: stream, subject: JetStream.Subjects.of(logID), from: after.sequence + 1) else { return nil }
+        while let message = try? messages.next(timeout: timeout), let seq = MessageID.seq(message.id, of: logID), seq < known {
+            guard (try? store.storedRecord(seq)) == message.data else { return seq }
+        }
+        return nil
+    }
+
+    /// A copy of the log refused because the stream holds other records for it from seq
+    /// `first` on. The stream is told, on `eventlog.<log id>.forks`, so that `fleet list`
+    /// marks the log; it keeps its records, and telling it is best effort, never hiding the
+    /// refusal.
+    private func fork(_ js: JetStream, logID: UUID, from first: UInt64, shippedThrough through: UInt64, _ why: String) -> FleetError {
+        let notice = Array(StateValue.object(["seq": .int(Int64(first))]).json().utf8)
+        _ = try? notice.withUnsafeBytes { bytes in
+            try js.publish(bytes, subject: JetStream.Subjects.forks(of: logID), id: ForkNotice.id(logID, seq: first, record: try store.storedRecord(first)),
+                           after: nil, stream: stream)
+        }
+        return FleetError(.refused, "stream \(stream) holds other records for log \(logID.uuidString.lowercased()) from seq \(first) on: \(why). "
+            + "The stream keeps its copy, this one is not shipped past seq \(through), and fleet list marks the log forked")
+    }
+}
+
+/// What the stream is told of a copy of a log refused as a fork: a message on
+/// `eventlog.<log id>.forks` whose body is `{"seq":N}`, the first seq at which the copy's
+/// records differ from the stream's.
+enum ForkNotice {
+    /// One id for every refusal of the same copy's same record, which the stream keeps once
+    /// (within its duplicate window).
+    static func id(_ logID: UUID, seq: UInt64, record: [UInt8]?) -> String {
+        var hasher = SHA256Hasher()
+        (record ?? []).withUnsafeBytes { hasher.update($0) }
+        return "\(logID.uuidString.lowercased()):fork:\(seq):" + hasher.finalize().prefix(8).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The seq a notice's body names.
+    static func seq(_ body: [UInt8]) -> UInt64? {
+        (try? StateValue(json: String(decoding: body, as: UTF8.self)))?["seq"]?.intValue.flatMap { $0 > 0 ? UInt64($0) : nil }
     }
 }
 

@@ -113,7 +113,7 @@ enum FleetCommands {
             stream seq) and skipped; the other logs are listed and searched all the same.
             """,
         subcommands: [
-            fleetSubcommand("list", "Every log in the stream: its id, events and newest event's time.") { fleet, _, context in
+            fleetSubcommand("list", "Every log in the stream: its id, events, newest event's time, and where copies refused as forks differ.") { fleet, _, context in
                 try list(fleet, context)
             },
             fleetSubcommand("bisect", "Copy each log (--logs, else all) into a scratch directory and find the first event after which"
@@ -160,11 +160,13 @@ enum FleetCommands {
         if context.json {
             context.printJSON(["logs": .array(logs.map {
                 ["logId": .string($0.logID.uuidString.lowercased()), "events": .int(Int64($0.events)),
-                 "lastSeq": .int(Int64($0.lastSeq)), "lastTime": .string($0.lastTime.description)]
+                 "lastSeq": .int(Int64($0.lastSeq)), "lastTime": .string($0.lastTime.description),
+                 "forkedAt": .array($0.forkedAt.map { .int(Int64($0)) })]
             })])
         } else {
             for log in logs {
-                context.console.line("\(log.logID.uuidString.lowercased())  \(Render.column(String(log.events), 9))events  last \(log.lastTime)")
+                context.console.line("\(log.logID.uuidString.lowercased())  \(Render.column(String(log.events), 9))events  last \(log.lastTime)"
+                    + (log.forkedAt.isEmpty ? "" : "  forked: a copy refused from seq " + log.forkedAt.map(String.init).joined(separator: ", ")))
             }
             context.console.line("\(logs.count) log\(logs.count == 1 ? "" : "s") in \(fleet.stream)")
         }

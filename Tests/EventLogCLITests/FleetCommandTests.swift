@@ -311,6 +311,7 @@ import Testing
         try nats.publish(Array("not a record".utf8), on: "eventlog." + aID, messageID: "\(aID):301")
         try nats.publish(Array("not a record".utf8), on: "eventlog." + bID, messageID: "\(bID):7000")
         try nats.publish(Array("stray".utf8), on: "eventlog.nolog")
+        try nats.publish(Array(#"{"seq":"many"}"#.utf8), on: "eventlog.\(bID).forks")
         let expected = [
             "warning: log \(aID), stream seq 401: not one of its records (no message id); skipped",
             "warning: log \(aID), stream seq 402: not one of its records (record 301 is corrupt: ",
@@ -322,7 +323,9 @@ import Testing
         #expect(logs.map { $0["logId"]?.stringValue ?? "" }.sorted() == [aID, bID].sorted())
         #expect(logs.first { $0["logId"]?.stringValue == aID }?["events"] == 300 && logs.first { $0["logId"]?.stringValue == aID }?["lastSeq"] == 300)
         #expect(logs.first { $0["logId"]?.stringValue == bID }?["events"] == 100)
-        for line in expected + ["warning: subject eventlog.nolog, which names no log, stream seq 404: 1 message on it, not a log's records; skipped"] {
+        #expect(logs.allSatisfy { $0["forkedAt"] == [] })
+        for line in expected + ["warning: subject eventlog.nolog, which names no log, stream seq 404: 1 message on it, not a log's records; skipped",
+                                "warning: log \(bID), stream seq 405: not a notice of a fork; skipped"] {
             #expect(listed.err.contains(line), "\(line) in \(listed.err)")
         }
         let found = try runEventlog(["fleet", "bisect", "--servers", nats.urls, "--where", "a >= 150 || b >= 150"])
@@ -382,7 +385,47 @@ import Testing
         #expect(outcomes.map(\.code).sorted() == [0, 1], "\(outcomes)")
         let refused = try #require(outcomes.first { $0.code == 1 })
         #expect(refused.err.contains("(a fork)") && refused.err.split(separator: "\n").count == 1, "\(refused.err)")
+        #expect(refused.err.contains("holds other records for log \(id) from seq 3001 on"), "\(refused.err)")
         try expectPulledCopyEquals(outcomes[0].code == 0 ? first : second, id: id, from: nats.urls)
+        #expect(try forkedAt(id, nats.urls) == [3001])
+    }
+
+    /// Where `fleet list --json` says copies of `id` refused as forks differ.
+    func forkedAt(_ id: String, _ servers: String) throws -> [Int64] {
+        let logs = try #require(try StateValue(json: try runEventlog(["fleet", "list", "--json", "--servers", servers]).out)["logs"]?.arrayValue)
+        return try #require(logs.first { $0["logId"]?.stringValue == id }?["forkedAt"]?.arrayValue).compactMap(\.intValue)
+    }
+
+    /// A copy of a log shipped after the log itself (a restored backup, a copied app
+    /// directory), made before the log was ever shipped and after: refused naming the log id
+    /// and the first seq at which the copies differ, however far behind that is, and listed;
+    /// refusing it again tells the stream nothing new.
+    @Test func aForkShippedLaterIsRefusedAtItsFirstDifferentSeqAndListed() throws {
+        let nats = try NATSServers()
+        for shippedBeforeTheCopy in [false, true] {
+            let name = shippedBeforeTheCopy ? "late-shipped" : "late"
+            let original = try log(name, events: 2_000)
+            if shippedBeforeTheCopy { #expect(try runEventlog(["ship", "--servers", nats.urls, "--db", original]).code == 0) }
+            let copy = dir.file("\(name)-copy")
+            try FileManager.default.copyItem(atPath: original, toPath: copy)
+            #expect(try runEventlog(["import", "-", "--db", original], stdin: counterEvents(key: name, count: 50, start: 2_000)).code == 0)
+            #expect(try runEventlog(["import", "-", "--db", copy], stdin: counterEvents(key: "\(name)-copy", count: 5)).code == 0)
+            let id = try logID(original)
+            #expect(try runEventlog(["ship", "--servers", nats.urls, "--db", original]).code == 0)
+            #expect(try forkedAt(id, nats.urls) == [])
+            for _ in 0..<2 {
+                let refused = try runEventlog(["ship", "--servers", nats.urls, "--db", copy])
+                #expect(refused.code == 1 && refused.err.contains("holds other records for log \(id) from seq 2001 on"), "\(refused.err)")
+            }
+            #expect(try forkedAt(id, nats.urls) == [2001])
+            let listed = try runEventlog(["fleet", "list", "--servers", nats.urls])
+            #expect(listed.out.contains("forked: a copy refused from seq 2001"), "\(listed.out)")
+            #expect(listed.err.isEmpty, "\(listed.err)")
+            try expectPulledCopyEquals(original, id: id, from: nats.urls)
+        }
+        // Every log is still found and searched: the forks subject is no log of its own.
+        let searched = try StateValue(json: try runEventlog(["fleet", "bisect", "--servers", nats.urls, "--where", "late >= 0", "--json"]).out)
+        #expect(searched["total"] == 2)
     }
 
     @Test func badFleetInputIsAUsageError() throws {

@@ -55,7 +55,9 @@ func heldMessages(_ js: JetStream, _ stream: String = "EVENTLOG", of store: Even
         }
         #expect(try other?.get() == Shipper.Report(logID: try #require(try a.store.logID), shipped: 3, through: 1_027))
         #expect(error?.kind == .refused)
-        #expect(error?.description.contains("holds another record 1025 of this log") == true, "\(String(describing: error))")
+        let id = try #require(try a.store.logID)
+        #expect(error?.description.contains("holds other records for log \(id.uuidString.lowercased()) from seq 1025 on") == true, "\(String(describing: error))")
+        #expect(try Fleet(servers: nats.urls).logs().map(\.forkedAt) == [[1_025]])
         #expect(error?.description.contains("a fork") == true, "\(String(describing: error))")
         // The stream holds a's history only, and shipping b again is refused as well.
         let copy = TemporaryDirectory()
