@@ -26,6 +26,9 @@ public struct EventFamily: Sendable {
     public var knobs: [RuleKnob]
     /// The outcomes `replay --what-if` counts for it, as recorded and under the changed rules.
     public var tallies: [OutcomeTally]
+    /// For a family that ships logs elsewhere: the newest seq of the log that arrived there
+    /// (`nil`: none yet), the furthest `compact --shipped` drops.
+    public var shippedThrough: (@Sendable (_ store: EventStore) throws -> UInt64?)?
 
     /// A family named `name`.
     /// - Parameters:
@@ -33,16 +36,19 @@ public struct EventFamily: Sendable {
     ///   - readModels: Its read models over a store; none by default.
     ///   - knobs: The settings of its rules a what-if replay can change; none by default.
     ///   - tallies: The outcomes a what-if replay counts; none by default.
+    ///   - shippedThrough: How far it shipped a log elsewhere, for a family that does.
     ///   - code: Adds its streams' code to the app's.
     public init(name: String, commands: [CommandSpec] = [],
                 readModels: @escaping @Sendable (_ store: EventStore) throws -> [any ReadModel] = { _ in [] },
                 knobs: [RuleKnob] = [], tallies: [OutcomeTally] = [],
+                shippedThrough: (@Sendable (_ store: EventStore) throws -> UInt64?)? = nil,
                 code: @escaping @Sendable (_ code: inout Projections) -> Void) {
         self.name = name
         self.commands = commands
         self.readModels = readModels
         self.knobs = knobs
         self.tallies = tallies
+        self.shippedThrough = shippedThrough
         self.code = code
     }
 }

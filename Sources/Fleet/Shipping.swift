@@ -23,6 +23,24 @@ struct StreamPosition: Equatable {
         }
     }
 
+    /// The newest seq of `store` that any stream acknowledged, as its shippers saved it;
+    /// `nil` when it was never shipped.
+    static func shippedThrough(_ store: EventStore) throws -> UInt64? {
+        guard let db = try store.openDatabase(named: database, create: false) else { return nil }
+        let prefix = Array("shipped:".utf8)
+        return try store.read { txn in
+            try txn.withCursor(db) { cursor in
+                var newest: UInt64?
+                var entry = try prefix.withUnsafeBytes { try cursor.seek(atOrAfter: $0) }
+                while let found = entry, found.key.starts(with: prefix) {
+                    if found.value.count == 16 { newest = max(newest ?? 0, UInt64(littleEndian: found.value.loadUnaligned(as: UInt64.self))) }
+                    entry = try cursor.next()
+                }
+                return newest
+            }
+        }
+    }
+
     func write(_ direction: String, stream: String, in batch: inout AppendBatch, db: Database) throws {
         var bytes = withUnsafeBytes(of: through.littleEndian) { Array($0) }
         withUnsafeBytes(of: sequence.littleEndian) { bytes += $0 }
@@ -186,6 +204,13 @@ public struct Shipper {
         return report
     }
 
+    /// The newest seq of `store` that a stream acknowledged (any stream it was shipped to),
+    /// as its shippers kept it beside the log; `nil` when it was never shipped. What is at or
+    /// before it may be compacted away without losing what the fleet has not got.
+    public static func shippedThrough(_ store: EventStore) throws -> UInt64? {
+        try StreamPosition.shippedThrough(store)
+    }
+
     /// Bytes of a message kept for its headers (message id, expected last sequence, expected
     /// stream), which the server's `max_payload` and a stream's `max_msg_size` count too.
     static let headerRoom = 512
@@ -226,10 +251,17 @@ public struct Shipper {
             throw FleetError(.refused, "the newest message on \(subject) is not one of this log's records (message id \(last.id ?? "none"))")
         }
         let local = try store.storedRecord(seq)
-        guard local == last.data else {
+        let shipped = try StreamPosition.read("shipped", stream: stream, in: store) ?? StreamPosition()
+        if local == nil, let base = try store.base(), seq <= base.seq {
+            // Compacted away since: only the stream message this log's shipper was answered
+            // for it can be taken for it.
+            guard shipped.through == seq, shipped.sequence == last.sequence else {
+                throw FleetError(.refused, "stream \(stream) holds this log through seq \(seq), which the log compacted away (it starts after event \(base.seq)) "
+                    + "and did not ship there itself: they cannot be compared; ship the log to a new stream (--stream NAME)")
+            }
+        } else if local != last.data {
             // The first record that differs, when one does: the stream may be ahead of a copy
             // that is only behind, or one that went its own way before the stream's end.
-            let shipped = try StreamPosition.read("shipped", stream: stream, in: store) ?? StreamPosition()
             let end = local == nil ? try store.lastSeq() : seq
             guard let first = local == nil ? firstDifference(js, logID: logID, below: end + 1, after: shipped)
                                            : firstDifference(js, logID: logID, below: seq, after: shipped) ?? seq else {

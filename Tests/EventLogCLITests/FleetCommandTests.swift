@@ -428,6 +428,39 @@ import Testing
         #expect(searched["total"] == 2)
     }
 
+    /// compact --shipped drops only what a stream acknowledged: never on a log never shipped,
+    /// no further than the shipped part whatever else is asked, all of it but the newest
+    /// event alone; shipping and pulling go on over the compacted log.
+    @Test func compactShippedDropsOnlyWhatAStreamAcknowledged() throws {
+        let nats = try NATSServers()
+        let db = try log("kept", events: 300)
+        let never = try runEventlog(["compact", "--shipped", "--db", db])
+        #expect(never.code == 2 && never.err.contains("was never shipped"), "\(never.err)")
+        #expect(try runEventlog(["ship", "--servers", nats.urls, "--db", db]).code == 0)
+        #expect(try runEventlog(["import", "-", "--db", db], stdin: counterEvents(key: "kept", count: 50, start: 300)).code == 0)
+        let capped = try runEventlog(["compact", "--keep-last", "10", "--shipped", "--json", "--db", db])
+        #expect(capped.code == 0, "\(capped.err)")
+        #expect(try StateValue(json: capped.out)["dropped"] == 300 && StateValue(json: capped.out)["firstSeq"] == 301, "\(capped.out)")
+        #expect(try runEventlog(["compact", "--shipped", "--db", db]).out == "nothing to drop: the log starts at event 301\n")
+        #expect(try runEventlog(["verify", "--db", db]).code == 0)
+        #expect(try runEventlog(["ship", "--servers", nats.urls, "--db", db]).code == 0)
+        let alone = try StateValue(json: try runEventlog(["compact", "--shipped", "--json", "--db", db]).out)
+        #expect(alone["dropped"] == 49 && alone["firstSeq"] == 350, "\(alone)")
+        let copy = dir.file("kept-copy")
+        #expect(try runEventlog(["pull", "--servers", nats.urls, "--log", try logID(db), "--db", copy]).code == 0)
+        #expect(try StateValue(json: try runEventlog(["info", "--json", "--db", copy]).out)["events"] == 350)
+        #expect(try runEventlog(["bisect", "--where", "kept >= 349", "--db", db]).out.hasPrefix("first bad event: 350 "))
+
+        // A log whose compacted part reached the stream from another copy cannot be compared with it.
+        let original = try log("elsewhere", events: 300), copy2 = dir.file("elsewhere-copy")
+        try FileManager.default.copyItem(atPath: original, toPath: copy2)
+        #expect(try runEventlog(["import", "-", "--db", original], stdin: counterEvents(key: "elsewhere", count: 5, start: 300)).code == 0)
+        #expect(try runEventlog(["ship", "--servers", nats.urls, "--db", copy2]).code == 0)
+        #expect(try runEventlog(["compact", "--before", "301", "--db", original]).code == 0)
+        let refused = try runEventlog(["ship", "--servers", nats.urls, "--db", original])
+        #expect(refused.code == 1 && refused.err.contains("which the log compacted away (it starts after event 300) and did not ship there itself"), "\(refused.err)")
+    }
+
     @Test func badFleetInputIsAUsageError() throws {
         let db = try log("usage", events: 1)
         for arguments in [["ship", "--db", db], ["ship", "--servers", "http://x:1", "--db", db], ["ship", "--servers", "nats://h:99999", "--db", db],

@@ -171,6 +171,9 @@ import Testing
         #expect(try runEventlog(["count", "--db", db], executable: "counter-log").out == "3\n")
         let replay = try runEventlog(["replay", "--verify", "--db", db], executable: "counter-log")
         #expect(replay.code == 0 && replay.out.contains("counter  3 recomputed"), "\(replay.out)\(replay.err)")
+        // An app without the fleet ships nothing, so nothing is dropped as shipped.
+        let shipped = try runEventlog(["compact", "--shipped", "--db", db], executable: "counter-log")
+        #expect(shipped.code == 2 && shipped.err.hasPrefix("Error: --shipped: no family of counter-log ships logs\n"), "\(shipped.err)")
 
         func linked(_ executable: String) throws -> String {
             let ldd = Process()

@@ -7,7 +7,8 @@ enum CompactCommand {
         name: "compact",
         summary: "Drop the oldest events, keeping in their place a base: the state they left, checksummed.",
         discussion: """
-            Give one of --before, --keep-last or --older-than. In one transaction the events before
+            Give one of --before, --keep-last or --older-than, or --shipped (which also bounds them:
+            only events a fleet stream acknowledged go). In one transaction the events before
             the cut go, and the log keeps the state after the last of them as its base, with the number
             of events dropped per stream and the SHA-256 of their records as stored (info shows them).
             Seqs do not change: the log starts at the first event kept, and asking for an event before
@@ -25,6 +26,7 @@ enum CompactCommand {
             .init(name: "before", value: "SEQ", help: "Drop the events before SEQ (2 to the newest seq)."),
             .init(name: "keep-last", value: "N", help: "Keep the newest N events (at least 1)."),
             .init(name: "older-than", value: "AGE", help: "Drop the events recorded before now minus AGE (30d, 12h, 90m, 45s) or before an RFC 3339 time, up to the first that is not."),
+            .init(name: "shipped", value: nil, help: "Drop only events a fleet stream acknowledged: alone, all of them but the newest event; with a cut, no further."),
             .init(name: "to", value: "NEW_DB", help: "Then write a copy of the log without free pages into NEW_DB, a path that must not exist."),
             .init(name: "in-place", value: nil, help: "Then replace the log's file by such a copy, giving the space back."),
             .init(name: "policy", value: "POLICY", help: "Store a retention policy for writers to apply: keep-last=N, keep-days=D, or none to remove it."),
@@ -32,13 +34,16 @@ enum CompactCommand {
         writes: true
     ) { arguments, context in
         let cuts = ["before", "keep-last", "older-than"].filter { arguments.value($0) != nil }
+        let shipped = arguments.flag("shipped")
+        let shippers = context.app.families.compactMap(\.shippedThrough)
+        if shipped && shippers.isEmpty { throw CLIError.usage("--shipped: no family of \(context.app.name) ships logs") }
         let copyPath = arguments.value("to")
         let inPlace = arguments.flag("in-place")
         guard cuts.count <= 1 else { throw CLIError.usage("use only one of " + cuts.map { "--\($0)" }.joined(separator: ", ")) }
         guard copyPath == nil || !inPlace else { throw CLIError.usage("use only one of --to, --in-place") }
         let policy = try arguments.value("policy").map { (text) throws(CLIError) in try Self.policy(text) }
-        guard !cuts.isEmpty || copyPath != nil || inPlace || policy != nil else {
-            throw CLIError.usage("give --before SEQ, --keep-last N or --older-than AGE (or --to NEW_DB, --in-place, --policy POLICY)")
+        guard !cuts.isEmpty || shipped || copyPath != nil || inPlace || policy != nil else {
+            throw CLIError.usage("give --before SEQ, --keep-last N, --older-than AGE or --shipped (or --to NEW_DB, --in-place, --policy POLICY)")
         }
         if let before = try arguments.seq("before"), before == 0 { throw CLIError.badInput("--before 0: there is no event 0; the first event to keep is 2 or later") }
         let keepLast = try arguments.count("keep-last")
@@ -53,13 +58,13 @@ enum CompactCommand {
             let store = try context.openStore(writable: true)
             try attempt(writingTo: context.databasePath) { try store.setRetention(policy.value) }
         }
-        guard !cuts.isEmpty || copyPath != nil || inPlace else {
+        guard !cuts.isEmpty || shipped || copyPath != nil || inPlace else {
             if context.json { context.printJSON(["retention": policy?.value.map { .string($0.description) } ?? .null]) } else {
                 context.console.line(policy?.value.map { "retention policy \($0): writers drop older events as they append" } ?? "retention policy removed")
             }
             return .ok
         }
-        let (oldBase, base, cut) = try Self.cut(arguments, context, keepLast: keepLast, cutoff: cutoff, copyPath: copyPath)
+        let (oldBase, base, cut) = try Self.cut(arguments, context, keepLast: keepLast, cutoff: cutoff, shippers: shipped ? shippers : nil, copyPath: copyPath)
         var sizes: (before: Int, after: Int)?
         if inPlace {
             sizes = try attempt(writingTo: context.databasePath) { try EventStore.replaceWithCompactedCopy(at: context.databasePath) }
@@ -87,7 +92,10 @@ enum CompactCommand {
 
     /// Verifies the log, makes the cut asked for (if any) and the copy `--to` asks for; the
     /// store is closed again when it returns, for `--in-place` to swap the file.
+    /// With `shippers` (`--shipped`), the cut goes no further than the newest event they
+    /// shipped, and without another cut it is there.
     private static func cut(_ arguments: ParsedArguments, _ context: CommandContext, keepLast: Int?, cutoff: Timestamp?,
+                            shippers: [@Sendable (EventStore) throws -> UInt64?]?,
                             copyPath: String?) throws(CLIError) -> (old: LogBase?, new: LogBase?, cut: UInt64?) {
         // Never drop anything from a damaged log: what it holds is what salvage needs.
         if let damage = try attempt({ try EventStore.verifyStorage(at: context.databasePath) }) {
@@ -114,6 +122,14 @@ enum CompactCommand {
                 throw CLIError.badInput("every event was recorded before \(cutoff); the log keeps at least one (use --keep-last 1)")
             }
             cut = seq
+        }
+        if let shippers {
+            let shipped = try attempt { try shippers.compactMap { try $0(store) }.max() }
+            guard let shipped else {
+                throw CLIError.badInput("\(context.databasePath) was never shipped: --shipped drops only events a fleet stream acknowledged ('\(Program.name) ship' first)")
+            }
+            // The log keeps at least its newest event.
+            cut = min(cut ?? .max, shipped + 1, last)
         }
         let base = try attempt(writingTo: context.databasePath) { try cut.map { try store.compact(before: $0) } ?? oldBase }
         if let copyPath {
