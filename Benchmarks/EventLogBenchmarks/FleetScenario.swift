@@ -87,3 +87,71 @@ extension Scenarios {
         ]
     }
 }
+
+extension Scenarios {
+    /// `fleet.many.ship` and `fleet.many.stats`: `logs` logs of `perLog` events, as many
+    /// installs would ship them (eight shippers at a time), then `fleet stats` over all of them,
+    /// grouped by the app version each log ends at and counting those that reached a bad
+    /// state: the answer checked, and the peak resident memory of the stats alone.
+    static func fleetMany(logs: Int, perLog: Int) throws -> [ScenarioReport] {
+        let nats = try NATSServers()
+        let scratch = Scratch()
+        let versions = ["1.0.0", "1.1.0", "1.2.0"]
+        let paths = (0..<logs).map { scratch.file("install-\($0).lmdb") }
+        for (index, path) in paths.enumerated() {
+            let log = try EventStore(path: path)
+            var events = (0..<perLog).map { n in
+                Event(stream: "bench", type: "tick", origin: "test",
+                      writes: [Write("n", old: n == 0 ? nil : .int(Int64(n - 1)), new: .int(Int64(n)))])
+            }
+            events[0].writes.append(Write("app.version", old: nil, new: .string(versions[index % versions.count])))
+            // One install in ten turns bad half way.
+            if index % 10 == 0 { events[perLog / 2].writes.append(Write("bad", old: nil, new: true)) }
+            try log.append(contentsOf: events)
+        }
+        let failures = Locked<[String]>([])
+        let shipSeconds = time {
+            DispatchQueue.concurrentPerform(iterations: 8) { worker in
+                for index in stride(from: worker, to: logs, by: 8) {
+                    do {
+                        var shipper = Shipper(store: try EventStore(path: paths[index]), servers: nats.urls)
+                        shipper.stream = "MANY"
+                        guard try shipper.ship().shipped == perLog else { throw BenchmarkError(description: "a log was not shipped whole") }
+                    } catch { failures.withLock { $0.append("\(error)") } }
+                }
+            }
+        }
+        if let failure = failures.withLock({ $0.first }) { throw BenchmarkError(description: "fleet.many could not ship its logs: \(failure)") }
+
+        var fleet = Fleet(servers: nats.urls)
+        fleet.stream = "MANY"
+        try FileManager.default.createDirectory(atPath: scratch.file("stats"), withIntermediateDirectories: true)
+        let before = residentMemory().current
+        let reset = (try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)) != nil
+        var groups: [Fleet.Group] = []
+        let statsSeconds = try time {
+            groups = try fleet.stats(groupingBy: try StatePath(parsing: "app.version"), reaching: try StatePredicate(parsing: "bad == true"),
+                                     scratch: scratch.file("stats"))
+        }
+        let peak = residentMemory().peak
+        let expected = versions.indices.map { version -> (value: StateValue, logs: Int, reached: Int) in
+            let installs = Array(stride(from: version, to: logs, by: versions.count))
+            return (.string(versions[version]), installs.count, installs.filter { $0 % 10 == 0 }.count)
+        }
+        for group in expected where !groups.contains(where: { $0.value == group.value && $0.logs == group.logs && $0.reached == group.reached }) {
+            throw BenchmarkError(description: "fleet.many.stats counted \(groups.map { "\($0.value?.json() ?? "-"): \($0.logs)/\($0.reached)" }), not \(group)")
+        }
+        let memory: [(String, Double)] = reset ? [("MB RSS before", Double(before) / 1e6), ("MB peak RSS in stats", Double(peak) / 1e6)] : []
+        return [
+            ScenarioReport(name: "fleet.many.ship", summary: "\(logs) logs of \(perLog) events, eight shippers at a time, to JetStream on loopback",
+                           measurements: [Measurement(subject: "eventlog ship (events)", operations: logs * perLog, seconds: shipSeconds,
+                                                      extra: [("logs/s", Double(logs) / shipSeconds)])],
+                           comparesThroughput: false),
+            ScenarioReport(name: "fleet.many.stats", summary: "fleet stats over the \(logs) logs: grouped by app.version, counting bad == true",
+                           measurements: [Measurement(subject: "fleet stats (events)", operations: logs * perLog, seconds: statsSeconds,
+                                                      extra: [("logs/s", Double(logs) / statsSeconds)] + memory)],
+                           note: "each log pulled into a scratch copy, asked, and removed, as many at once as there are cores; memory holds a group per value",
+                           comparesThroughput: false),
+        ]
+    }
+}

@@ -27,6 +27,9 @@ struct Sizes {
     var fleetEvents: Int
     var fleetLogs: Int
     var fleetEventsPerLog: Int
+    /// The installs fleet.many ships and counts, and the events of each.
+    var manyLogs: Int
+    var manyEventsPerLog: Int
     /// The newest events retention.compact keeps of a log of `logEvents`.
     var retentionKeep: Int
     /// retention.flat: the events appended (in commits of 1,000) and the newest kept by the policy.
@@ -36,12 +39,12 @@ struct Sizes {
     static let quick = Sizes(singleCommits: 100, batchEvents: [1: 500, 100: 5_000, 10_000: 50_000], logEvents: 100_000,
                              snapshotProbes: 2_000, bisects: 20, objects: 10_000, objectUpdates: 40_000, fetches: 5_000, perProducer: 50,
                              queuedEvents: 2_000, importEvents: 50_000, deployMegabytes: 20, deployFiles: 4, followEvents: 50,
-                             fleetEvents: 10_000, fleetLogs: 10, fleetEventsPerLog: 1_000, retentionKeep: 1_000,
+                             fleetEvents: 10_000, fleetLogs: 10, fleetEventsPerLog: 1_000, manyLogs: 20, manyEventsPerLog: 1_000, retentionKeep: 1_000,
                              flatEvents: 200_000, flatKeep: 10_000)
     static let full = Sizes(singleCommits: 500, batchEvents: [1: 5_000, 100: 50_000, 10_000: 500_000], logEvents: 1_000_000,
                             snapshotProbes: 20_000, bisects: 100, objects: 100_000, objectUpdates: 400_000, fetches: 50_000, perProducer: 250,
                             queuedEvents: 20_000, importEvents: 2_000_000, deployMegabytes: 200, deployFiles: 20, followEvents: 500,
-                            fleetEvents: 100_000, fleetLogs: 100, fleetEventsPerLog: 10_000, retentionKeep: 10_000,
+                            fleetEvents: 100_000, fleetLogs: 100, fleetEventsPerLog: 10_000, manyLogs: 1_000, manyEventsPerLog: 1_000, retentionKeep: 10_000,
                             flatEvents: 4_000_000, flatKeep: 100_000)
 }
 

@@ -66,7 +66,7 @@ let readSteps = [("replay", ["replay", "replay.state", "replay.upcast"]), ("snap
 let objectScenarios = ["objects.create", "objects.update", "objects.delete", "objects.replay", "objects.fetch"]
 let typedObjectScenarios = ["objects.typed.create", "objects.typed.update", "objects.typed.fetch"]
 /// The scenarios that start nats-server.
-let fleetScenarios = ["fleet.ship", "fleet.pull", "fleet.bisect"]
+let fleetScenarios = ["fleet.ship", "fleet.pull", "fleet.bisect", "fleet.many.ship", "fleet.many.stats"]
 /// The scenarios that run the release `eventlog` binary.
 let binaryScenarios = ["import.jsonl", "deploy.download", "deploy.download.second", "follow.latency"]
 let allScenarios = ["append.durable.single"] + batchRuns.map(\.name) + ["append.queued", "append.concurrent"] + objectScenarios + typedObjectScenarios
@@ -140,8 +140,11 @@ do {
         }
         try step("follow.latency") { [try Scenarios.followLatency(events: sizes.followEvents, binary: eventlogBinary)] }
     }
-    try step("fleet", reporting: fleetScenarios) {
+    try step("fleet", reporting: ["fleet.ship", "fleet.pull", "fleet.bisect"]) {
         try Scenarios.fleet(events: sizes.fleetEvents, logs: sizes.fleetLogs, perLog: sizes.fleetEventsPerLog)
+    }
+    try step("fleet.many", reporting: ["fleet.many.ship", "fleet.many.stats"]) {
+        try Scenarios.fleetMany(logs: sizes.manyLogs, perLog: sizes.manyEventsPerLog)
     }
 } catch {
     FileHandle.standardError.write(Data("Error: \(error)\n".utf8))

@@ -78,22 +78,31 @@ final class JetStream {
     /// found to keep every message it acknowledges (`StreamLimits.refuseDropping`).
     /// - Returns: The stream's limits, for the size of a message it takes.
     func ensureStream(_ name: String, replicas: Int) throws(FleetError) -> StreamLimits {
+        if let limits = try existingStream(name) { return limits }
+        let status = addStream(name) { config in
+            config.Storage = js_FileStorage
+            config.Replicas = Int64(replicas)
+        }
+        if status.status != NATS_OK {
+            // Another shipper may have created it in the meantime (the server then says the
+            // name exists, or, while the other's creation settles, that the subjects overlap):
+            // it is read as any existing one. Overlapping another stream's subjects stays an error.
+            let error = Self.error(status.status, status.code, "cannot create stream \(name) at \(servers)")
+            guard [JSStreamNameExistErr, JSStreamSubjectOverlapErr].contains(status.code), let limits = try existingStream(name) else { throw error }
+            return limits
+        }
+        return StreamLimits()
+    }
+
+    /// The limits of stream `name`, or `nil` when there is none.
+    private func existingStream(_ name: String) throws(FleetError) -> StreamLimits? {
         var code = jsErrCode(0)
         var info: UnsafeMutablePointer<jsStreamInfo>?
         let found = js_GetStreamInfo(&info, context, name, nil, &code)
         defer { jsStreamInfo_Destroy(info) }
         if found == NATS_OK, let config = info?.pointee.Config { return StreamLimits(config.pointee) }
         guard code == JSStreamNotFoundErr else { throw Self.error(found, code, "cannot read stream \(name) at \(servers)") }
-        let status = addStream(name) { config in
-            config.Storage = js_FileStorage
-            config.Replicas = Int64(replicas)
-        }
-        // Another shipper may have created it in the meantime: it is read as any existing one.
-        if status.status != NATS_OK {
-            guard status.code == JSStreamNameExistErr else { throw Self.error(status.status, status.code, "cannot create stream \(name) at \(servers)") }
-            return try ensureStream(name, replicas: replicas)
-        }
-        return StreamLimits()
+        return nil
     }
 
     /// Adds stream `name` of subjects `eventlog.>`, with JetStream's defaults as `configure`

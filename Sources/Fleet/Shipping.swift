@@ -260,11 +260,10 @@ public struct Shipper {
                     + "and did not ship there itself: they cannot be compared; ship the log to a new stream (--stream NAME)")
             }
         } else if local != last.data {
-            // The first record that differs, when one does: the stream may be ahead of a copy
-            // that is only behind, or one that went its own way before the stream's end.
-            let end = local == nil ? try store.lastSeq() : seq
-            guard let first = local == nil ? firstDifference(js, logID: logID, below: end + 1, after: shipped)
-                                           : firstDifference(js, logID: logID, below: seq, after: shipped) ?? seq else {
+            // The stream is ahead of a copy that is only behind, or of one that went its own
+            // way before the stream's end; else it holds another record `seq`, and maybe others before it.
+            let end = local == nil ? try store.lastSeq() : seq - 1
+            guard let first = firstDifference(js, logID: logID, below: end + 1, after: shipped) ?? (local == nil ? nil : seq) else {
                 throw FleetError(.refused, "stream \(stream) holds this log through seq \(seq), but the log ends at \(end): it is not the log that was shipped")
             }
             throw fork(js, logID: logID, from: first, shippedThrough: min(shipped.through, first - 1),
@@ -282,7 +281,7 @@ public struct Shipper {
 
     /// The first seq below `known` at which the log's records differ from the stream's, among
     /// the messages after stream position `after` (records this copy shipped itself, the
-    /// same since); `nil` when they agree up to it.
+    /// same since); `nil` when they agree up to it, or the stream cannot be read.
     private func firstDifference(_ js: JetStream, logID: UUID, below known: UInt64, after: StreamPosition) -> UInt64? {
         guard known > after.through + 1,
               let messages = try? js.messages(stream: stream, subject: JetStream.Subjects.of(logID), from: after.sequence + 1) else { return nil }

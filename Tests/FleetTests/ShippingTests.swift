@@ -45,6 +45,23 @@ func storedRecords(_ store: EventStore) throws -> [[UInt8]] {
         #expect(try String(contentsOfFile: theirs + "/data.mdb", encoding: .utf8) == "keep me")
     }
 
+    /// Installs shipping for the first time at once, to a stream none has made yet: one
+    /// creates it, and every other takes it as made (the server may say the name exists, or,
+    /// while the creation settles, that the subjects overlap: seen once in the benchmark's
+    /// fleet.many, rarely hit here), several rounds over.
+    @Test func firstShipsAtOnceToANewStreamAllSucceed() throws {
+        let logs = try (0..<8).map { try counterLog(20, name: "first-\($0)") }
+        for round in 0..<10 {
+            let nats = try NATSServers()
+            let failures = Locked<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: logs.count) { index in
+                do { _ = try Shipper(store: logs[index].store, servers: nats.urls).ship() } catch { failures.withLock { $0.append("\(error)") } }
+            }
+            #expect(failures.withLock { $0 } == [], "round \(round)")
+            #expect(try Fleet(servers: nats.urls).logs().count == logs.count)
+        }
+    }
+
     @Test func aShippedLogPullsBackRecordForRecordAndAgainOnlyWhatIsNew() throws {
         let nats = try NATSServers()
         let log = try counterLog(300)
