@@ -181,6 +181,36 @@ final class ObjectsHarness {
         #expect(try harness.objects.problem(against: nil) == nil)
     }
 
+    /// Compacting away the events that made, changed and deleted objects: a deleted object
+    /// leaves nothing behind, in the state or the read model; a live one keeps its fields,
+    /// version, createdAt and updatedAt; the read model agrees with the base, rebuilds from
+    /// it, and saves and deletes go on from there.
+    @Test func objectsLiveThroughACompaction() throws {
+        let harness = try ObjectsHarness()
+        let ids = try (0..<20).map { try harness.objects.save(["title": .string("post \($0)")], in: "BlogPost")["id"]!.stringValue! }
+        for id in ids.prefix(10) { try harness.objects.save(["id": .string(id), "title": .string("edited")], in: "BlogPost") }
+        for id in ids.suffix(5) { try harness.objects.delete("BlogPost", id: id) }
+        let live = try harness.objects.fetchAll("BlogPost", limit: 100).objects
+        #expect(live.count == 15)
+        // Everything but the newest event (the last delete) goes into the base.
+        let last = try harness.store.lastSeq()
+        try harness.store.compact(before: last)
+        #expect(try harness.store.base()?.seq == last - 1)
+        #expect(try harness.objects.fetchAll("BlogPost", limit: 100).objects == live)
+        for id in ids.suffix(5) { #expect(try harness.objects.fetch("BlogPost", id: id) == nil) }
+        #expect(try harness.store.currentState["objects.BlogPost"]?.objectValue?.keys.sorted() == live.compactMap { $0["id"]?.stringValue }.sorted())
+        #expect(try harness.objects.problem(against: nil) == nil)
+        #expect(try harness.objects.rebuild() == 15)
+        #expect(try harness.objects.problem(against: nil) == nil)
+        #expect(try harness.store.verify().problem == nil)
+        let edited = try #require(try harness.objects.fetch("BlogPost", id: ids[0]))
+        let again = try harness.objects.save(["id": .string(ids[0]), "title": .string("after")], in: "BlogPost", expectedVersion: 2)
+        #expect(again["version"] == 3 && again["createdAt"] == edited["createdAt"] && again["updatedAt"] != edited["updatedAt"])
+        try harness.objects.delete("BlogPost", id: ids[1])
+        #expect(try harness.objects.fetchAll("BlogPost", limit: 100).objects.count == 14)
+        #expect(try harness.objects.problem(against: nil) == nil)
+    }
+
     @Test func aStaleSaveIsAConflictAndAppendsNothing() throws {
         let harness = try ObjectsHarness()
         let first = try harness.objects.save(ObjectsHarness.post())
