@@ -53,21 +53,36 @@ public struct SigningKeyPair: Sendable {
         }
     }
 
-    /// Runs `openssl arguments…`, its output discarded; throws when it fails.
-    static func openssl(_ arguments: [String], in directory: String) throws {
+    /// The base64 RSA-SHA256 signature of `bytes` by the key, as `openssl dgst -sha256 -sign` makes it.
+    public func sign(_ bytes: [UInt8]) throws -> String {
+        let file = key + ".input-" + UUID().uuidString
+        try Data(bytes).write(to: URL(fileURLWithPath: file))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        return try Self.openssl(["dgst", "-sha256", "-sign", key, file], in: (key as NSString).deletingLastPathComponent).base64EncodedString()
+    }
+
+    /// Runs `openssl arguments…` and returns what it printed; throws when it fails.
+    @discardableResult
+    static func openssl(_ arguments: [String], in directory: String) throws -> Data {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         process.arguments = arguments
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        let errors = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("openssl-" + UUID().uuidString)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: output) }
+        let errors = FileManager.default.temporaryDirectory.appendingPathComponent("openssl-" + UUID().uuidString)
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: errors) }
+        // Files, not pipes: neither can fill up while the process runs.
+        process.standardOutput = try FileHandle(forWritingTo: output)
+        process.standardError = try FileHandle(forWritingTo: errors)
         try process.run()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw LoopbackServerError(message: "openssl \(arguments.first ?? "") failed: \(String(decoding: message, as: UTF8.self))")
+            throw LoopbackServerError(message: "openssl \(arguments.first ?? "") failed: \(String(decoding: try Data(contentsOf: errors), as: UTF8.self))")
         }
+        return try Data(contentsOf: output)
     }
 }
 
