@@ -25,7 +25,7 @@ enum DeployCommands {
             $EVENTLOG_PROJECT_TOKEN) is sent as "Authorization: Bearer TOKEN".
             """,
         subcommands: [
-            lifecycle("check", "Ask the server for a newer update (newDeployAvailable, noNewDeploy, checkFailed).",
+            lifecycle("check", "Ask the server for a newer update (newDeployAvailable, noNewDeploy, checkFailed, signatureInvalid).",
                       needsServer: true, createsAppDirectory: true) { client in try client.check(); return nil },
             lifecycle("download", "Download the checked (or newest) update into holding, each asset's SHA-256 checked as it streams to disk.",
                       needsServer: true, createsAppDirectory: true) { client in try client.download(); return nil },
@@ -58,7 +58,7 @@ enum DeployCommands {
         .init(name: "timeout", value: "SECONDS", help: "How long the server may stay silent (default 30)."),
         .init(name: "deadline", value: "SECONDS", help: "How long a manifest request, or an update's whole download, may take (default 600)."),
         .init(name: "certificate", value: "[KEYID=]CERT.pem",
-              help: "Require manifests signed by this PEM certificate's key, under KEYID (default main); repeatable, with APP_DIR/certificates/KEYID.pem trusted besides.",
+              help: "Require manifests signed by this PEM certificate's key, named KEYID (default main); repeatable. APP_DIR/certificates/KEYID.pem are trusted too.",
               repeatable: true),
     ]
 
