@@ -264,6 +264,9 @@ open(sys.argv[3], "w").write(part["expo-signature"] or "")
 open(sys.argv[4], "wb").write(part.get_payload(decode=True))
 ' "$WORK/signedpart.headers" "$WORK/signedpart.body" "$WORK/part.sig" "$WORK/part.body"
 verifies "$(cat "$WORK/part.sig")" "$WORK/part.body" && ok "signing: the manifest part's signature verifies over the part's body" || bad "signing: part signature" "'$(cat "$WORK/part.sig")'"
+start SIGNING --signing-key "$WORK/sign.key" --key-id override
+expect "signing: --signing-key and --key-id override code-signing.json" \
+    "$(header expo-signature "${H[@]}" -H 'accept: application/json' -H 'expo-expect-signature: sig' "$SIGNING/manifest" | grep -o 'keyid="[^"]*"')" 'keyid="override"'
 rm "$DIR/code-signing.json"
 expect "signing: no key configured -> no expo-signature even when expected" "$(header expo-signature "${H[@]}" -H 'accept: application/json' -H 'expo-expect-signature: sig' "$URL/manifest")" ""
 

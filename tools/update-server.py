@@ -185,7 +185,8 @@ def signature(body, key, key_id):
     except (OSError, subprocess.TimeoutExpired) as error:
         raise Reply(500, "cannot run openssl to sign: %s" % error)
     if done.returncode != 0 or not done.stdout:
-        raise Reply(500, "openssl cannot sign with %s: %s" % (key, done.stderr.decode("utf-8", "replace").strip().splitlines()[:1]))
+        first = (done.stderr.decode("utf-8", "replace").strip().splitlines() or ["no output"])[0]
+        raise Reply(500, "openssl cannot sign with %s: %s" % (key, first))
     return 'sig="%s", keyid="%s", alg="rsa-v1_5-sha256"' % (base64.b64encode(done.stdout).decode(), key_id)
 
 
