@@ -203,7 +203,7 @@ enum DeployCommands {
         let token = arguments.value("project-token") ?? ProcessInfo.processInfo.environment["EVENTLOG_PROJECT_TOKEN"]
         var certificates = TrustedCertificates()
         do throws(DeployError) {
-            for text in arguments.values("certificate") {
+            for text in arguments.everyValue("certificate") {
                 // KEYID=PATH when what comes before the first "=" is a key id; else a path alone.
                 let pair = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
                 let (keyID, file) = pair.count == 2 && TrustedCertificates.isValidKeyID(pair[0]) ? (pair[0], pair[1]) : (TrustedCertificates.defaultKeyID, text)

@@ -155,7 +155,8 @@ struct DeploySigningCommandTests {
     /// install; one signed by a third key is refused, naming its key id.
     @Test func rotatingKeys() throws {
         let (old, new) = (try key("k2025"), try key("k2026"))
-        let trusted = ["--certificate", "2025=" + old.certificate, "--certificate", "2026=" + new.certificate]
+        // A repeatable option, in both spellings.
+        let trusted = ["--certificate", "2025=" + old.certificate, "--certificate=2026=" + new.certificate]
         try publish("u1", signWith: old, keyID: "2025")
         #expect(try deploy("deliver", trusted).code == 0)
         #expect(working == "u1")

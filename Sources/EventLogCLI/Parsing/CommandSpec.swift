@@ -39,7 +39,7 @@ public struct CommandSpec: Sendable {
         /// Names it was given before, still accepted for one release with a one-line note on
         /// stderr saying to use `name`.
         public var formerNames: [String]
-        /// Whether the option may be given more than once (read with `ParsedArguments.values`);
+        /// Whether the option may be given more than once (read with `ParsedArguments.everyValue`);
         /// any other is an error the second time.
         public var repeatable: Bool
 
@@ -171,7 +171,7 @@ public struct ParsedArguments: Sendable {
     /// option the command does not declare traps, as ``flag(_:)`` does.
     public func value(_ name: String) -> String? { checkDeclared(name); return values[name] }
     /// Every value of a repeatable option, in the order given; empty when it was not given.
-    public func values(_ name: String) -> [String] { checkDeclared(name); return repeatedValues[name] ?? [] }
+    public func everyValue(_ name: String) -> [String] { checkDeclared(name); return repeatedValues[name] ?? [] }
     var repeatedValues: [String: [String]] = [:]
 
     private func checkDeclared(_ name: String) {
