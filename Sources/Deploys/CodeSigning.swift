@@ -48,6 +48,7 @@ public struct TrustedCertificates: Sendable {
         let names = try Files.names(in: folder).map { String(decoding: $0, as: UTF8.self) }.filter { $0.hasSuffix(".pem") }.sorted()
         for name in names {
             let keyID = String(name.dropLast(".pem".count))
+            guard Self.isValidKeyID(keyID) else { throw .usage("\(folder)/\(name): the name is no key id: " + Self.keyIDRule(keyID)) }
             if byKeyID[keyID] == nil { try trust(folder + "/" + name, keyID: keyID) }
         }
     }

@@ -232,6 +232,16 @@ struct DeploySigningCommandTests {
         }
         #expect(!FileManager.default.fileExists(atPath: db), "a refused command created the database")
         #expect(!FileManager.default.fileExists(atPath: app), "a refused command created the app directory")
+        // What the app ships is checked as strictly.
+        try FileManager.default.createDirectory(atPath: app + "/certificates", withIntermediateDirectories: true)
+        for (name, message) in [("main.pem", "\(app)/certificates/main.pem: not a PEM X.509 certificate"),
+                                ("two words.pem", "\(app)/certificates/two words.pem: the name is no key id: a key id is 1 to 64")] {
+            try FileManager.default.copyItem(atPath: dir.file("junk.pem"), toPath: app + "/certificates/" + name)
+            let outcome = try deploy("check")
+            #expect(outcome.code == 2)
+            #expect(outcome.err.hasPrefix("Error: \(message)"), "\(outcome.err)")
+            try FileManager.default.removeItem(atPath: app + "/certificates/" + name)
+        }
 
         let bundle = dir.file("bundle")
         try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
