@@ -113,7 +113,7 @@ let package = Package(
         .testTarget(name: "EffectsTests", dependencies: ["Effects", "EventLog", "EventLogTesting"]),
         .testTarget(name: "ObjectsTests", dependencies: ["Objects", "EventLog", "EventLogTesting"]),
         // Servers the tests start on loopback: real HTTP, no mocks.
-        .target(name: "LoopbackServer", path: "Tests/LoopbackServer", exclude: ["fixture_server.py"]),
+        .target(name: "LoopbackServer", path: "Tests/LoopbackServer", exclude: ["fixture_server.py", "tampering_proxy.py"]),
         .testTarget(name: "HTTPFetchTests", dependencies: ["HTTPFetch", "LoopbackServer"]),
         .testTarget(name: "UpdatePromptsTests", dependencies: ["UpdatePrompts", "EventLog", "EventLogTesting", "LoopbackServer"]),
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "CNATS", "EventLog", "EventLogTesting", "LoopbackServer"]),

@@ -241,6 +241,35 @@ expect "token: asset with the token -> 200" "$(status -H 'Authorization: Bearer 
 rm "$DIR/project-token"
 expect "token removed -> 200 without Authorization" "$(status "${H[@]}" "$URL/manifest")" 200
 
+# -- code signing -----------------------------------------------------------------------------------
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/sign.key" -out "$WORK/sign.pem" -subj /CN=selftest -days 2 2>/dev/null
+openssl x509 -in "$WORK/sign.pem" -pubkey -noout > "$WORK/sign.pub"
+printf '{"keyId": "2026", "privateKey": "%s"}' "$WORK/sign.key" > "$DIR/code-signing.json"
+verifies() { # verifies EXPO-SIGNATURE BODY-FILE -> 0 when sig verifies over the file with the key
+    python3 -c 'import base64,re,sys; sys.stdout.buffer.write(base64.b64decode(re.search(r"sig=\"([^\"]*)\"", sys.argv[1]).group(1)))' "$1" > "$WORK/sig.bin" \
+        && openssl dgst -sha256 -verify "$WORK/sign.pub" -signature "$WORK/sig.bin" "$2" > /dev/null
+}
+expect "signing: no expo-expect-signature -> no expo-signature" "$(header expo-signature "${H[@]}" -H 'accept: application/json' "$URL/manifest")" ""
+fetch signed "${H[@]}" -H 'accept: application/json' -H 'expo-expect-signature: sig, keyid="2026", alg="rsa-v1_5-sha256"' "$URL/manifest"
+SIG=$(tr -d '\r' < "$WORK/signed.headers" | awk 'index(tolower($0), "expo-signature: ")==1 {sub(/^[^:]*: /, ""); print}')
+[[ "$SIG" =~ ^sig=\"[A-Za-z0-9+/=]+\",\ keyid=\"2026\",\ alg=\"rsa-v1_5-sha256\"$ ]] && ok "signing: JSON answer carries expo-signature sig, keyid, alg" || bad "signing: header" "'$SIG'"
+verifies "$SIG" "$WORK/signed.body" && ok "signing: the JSON answer's signature verifies over its body" || bad "signing: JSON signature does not verify"
+fetch signedpart "${H[@]}" -H 'accept: multipart/mixed' -H 'expo-expect-signature: sig' "$URL/manifest"
+python3 -c '
+import email.parser, email.policy, sys
+ctype = [l.split(":", 1)[1].strip() for l in open(sys.argv[1]).read().splitlines() if l.lower().startswith("content-type:")][0]
+msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(b"content-type: " + ctype.encode() + b"\r\n\r\n" + open(sys.argv[2], "rb").read())
+part = [p for p in msg.iter_parts() if p.get_param("name", header="content-disposition") == "manifest"][0]
+open(sys.argv[3], "w").write(part["expo-signature"] or "")
+open(sys.argv[4], "wb").write(part.get_payload(decode=True))
+' "$WORK/signedpart.headers" "$WORK/signedpart.body" "$WORK/part.sig" "$WORK/part.body"
+verifies "$(cat "$WORK/part.sig")" "$WORK/part.body" && ok "signing: the manifest part's signature verifies over the part's body" || bad "signing: part signature" "'$(cat "$WORK/part.sig")'"
+start SIGNING --signing-key "$WORK/sign.key" --key-id override
+expect "signing: --signing-key and --key-id override code-signing.json" \
+    "$(header expo-signature "${H[@]}" -H 'accept: application/json' -H 'expo-expect-signature: sig' "$SIGNING/manifest" | grep -o 'keyid="[^"]*"')" 'keyid="override"'
+rm "$DIR/code-signing.json"
+expect "signing: no key configured -> no expo-signature even when expected" "$(header expo-signature "${H[@]}" -H 'accept: application/json' -H 'expo-expect-signature: sig' "$URL/manifest")" ""
+
 # -- quiet logging ----------------------------------------------------------------------------------
 expect "no per-request lines on stderr without --verbose" "$(wc -c < "$WORK/err.URL" | tr -d ' ')" 0
 

@@ -12,13 +12,25 @@ Layout of --dir (read again on every request):
     project-token         optional; if present, requests need "Authorization: Bearer <token>"
     server-defined-headers   optional; one line, sent as expo-server-defined-headers (an SFV dictionary)
     manifest-filters         optional; one line, sent as expo-manifest-filters (an SFV dictionary)
+    code-signing.json        optional; {"keyId": ID, "privateKey": ABSOLUTE_PATH}, as `eventlog deploy
+                             publish --sign-with KEY.pem [--key-id ID]` writes it: the key that signs
 
-Usage: update-server.py --dir DIR [--host 127.0.0.1] [--port 0] [--rate BYTES_PER_SEC] [--request-log FILE] [--asset-log FILE] [--verbose]
+Code signing (Expo's rsa-v1_5-sha256): when a manifest request carries expo-expect-signature and a
+key is configured (--signing-key KEY.pem [--key-id ID] on the command line, which overrides
+code-signing.json), the manifest part and any directive part (the manifest response itself, for a
+JSON answer) get the header `expo-signature: sig="BASE64", keyid="ID", alg="rsa-v1_5-sha256"`, the
+signature over the exact bytes of that body, made by `openssl dgst -sha256 -sign KEY` (key id
+default "main"). A request without expo-expect-signature gets no signature; one with it, when no
+key is configured, gets none either (the client then refuses the answer).
+
+Usage: update-server.py --dir DIR [--host 127.0.0.1] [--port 0] [--rate BYTES_PER_SEC] [--request-log FILE] [--asset-log FILE]
+                        [--signing-key KEY.pem] [--key-id ID] [--verbose]
 
 See docs/expo-updates-v1-summary.md for the protocol and the choices made where it is silent.
 """
 
 import argparse
+import base64
 import datetime
 import errno
 import hmac
@@ -28,6 +40,7 @@ import re
 import secrets
 import socket
 import stat
+import subprocess
 import sys
 import threading
 import time
@@ -118,8 +131,9 @@ def iso8601(timestamp):
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (moment.microsecond // 1000)
 
 
-def multipart(parts):
-    """(content-type value, body bytes) of a multipart/mixed body with (name, content-type, bytes) parts."""
+def multipart(parts, sign=lambda body: None):
+    """(content-type value, body bytes) of a multipart/mixed body with (name, content-type, bytes) parts;
+    `sign(body)` gives the expo-signature of a manifest or directive part, or None."""
     while True:
         boundary = "expo-updates-" + secrets.token_hex(16)
         marker = b"--" + boundary.encode()
@@ -129,10 +143,51 @@ def multipart(parts):
     for name, content_type, body in parts:
         chunks.append(marker + b"\r\n")
         chunks.append(('content-disposition: form-data; name="%s"\r\n' % name).encode())
+        signature = sign(body) if name in ("manifest", "directive") else None
+        if signature is not None:
+            chunks.append(("expo-signature: %s\r\n" % signature).encode())
         chunks.append(("content-type: %s\r\n\r\n" % content_type).encode())
         chunks.append(body + b"\r\n")
     chunks.append(marker + b"--\r\n")
     return "multipart/mixed; boundary=%s" % boundary, b"".join(chunks)
+
+
+KEY_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
+
+
+def signing_key(root, override):
+    """(key path, key id) the server signs with: `override` (from the command line), else
+    code-signing.json in `root`, else None."""
+    if override:
+        return override
+    path = os.path.join(root, "code-signing.json")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise Reply(500, "cannot read code-signing.json: %s" % error.strerror)
+    with os.fdopen(fd, "rb") as f:
+        try:
+            config = json.loads(f.read(65536).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as error:
+            raise Reply(500, "code-signing.json is not JSON: %s" % error)
+    key, key_id = (config.get("privateKey"), config.get("keyId", "main")) if isinstance(config, dict) else (None, None)
+    if not isinstance(key, str) or not os.path.isabs(key) or not isinstance(key_id, str) or not KEY_ID.fullmatch(key_id):
+        raise Reply(500, "code-signing.json needs an absolute privateKey path and a keyId of letters, digits, '.', '_' or '-'")
+    return key, key_id
+
+
+def signature(body, key, key_id):
+    """The expo-signature header value for `body`: RSA PKCS #1 v1.5 over its SHA-256, by `openssl dgst`."""
+    try:
+        done = subprocess.run(["openssl", "dgst", "-sha256", "-sign", key], input=body, capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise Reply(500, "cannot run openssl to sign: %s" % error)
+    if done.returncode != 0 or not done.stdout:
+        first = (done.stderr.decode("utf-8", "replace").strip().splitlines() or ["no output"])[0]
+        raise Reply(500, "openssl cannot sign with %s: %s" % (key, first))
+    return 'sig="%s", keyid="%s", alg="rsa-v1_5-sha256"' % (base64.b64encode(done.stdout).decode(), key_id)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -266,21 +321,30 @@ class Handler(BaseHTTPRequestHandler):
             raise Reply(406, "accept allows none of multipart/mixed, application/expo+json, application/json")
         if media == MULTIPART:
             extensions = json.dumps({"assetRequestHeaders": {}}).encode()
-            content_type, body = multipart([("manifest", JSON, body), ("extensions", JSON, extensions)])
+            content_type, body = multipart([("manifest", JSON, body), ("extensions", JSON, extensions)], self.sign)
+            self.send_manifest_response(content_type, body)
         else:
-            content_type = media
-        self.send_manifest_response(content_type, body)
+            self.send_manifest_response(media, body, self.sign(body))
 
     def directive(self, directive):
         if negotiate(self.headers.get("accept"), (MULTIPART,)) != MULTIPART:
             raise Reply(406, "a %s directive can only be sent as multipart/mixed" % directive["type"])
-        content_type, body = multipart([("directive", JSON, json.dumps(directive).encode())])
+        content_type, body = multipart([("directive", JSON, json.dumps(directive).encode())], self.sign)
         self.send_manifest_response(content_type, body)
 
-    def send_manifest_response(self, content_type, body):
+    def sign(self, body):
+        """The expo-signature of `body` when the request expects one and a key is configured, else None."""
+        if self.headers.get("expo-expect-signature") is None:
+            return None
+        key = signing_key(self.server.root, self.server.signing_override)
+        return signature(body, *key) if key else None
+
+    def send_manifest_response(self, content_type, body, signature=None):
         self.send_response(200)
         self.send_header("expo-protocol-version", "1")
         self.send_header("expo-sfv-version", "0")
+        if signature is not None:
+            self.send_header("expo-signature", signature)
         for name in ("server-defined-headers", "manifest-filters"):
             value = read_line(os.path.join(self.server.root, name))
             if value is not None:
@@ -364,6 +428,8 @@ def main():
     parser.add_argument("--rate", type=int, default=0, help="throttle asset bodies to this many bytes a second")
     parser.add_argument("--request-log", help="append each manifest request's headers to this file, one JSON object a line")
     parser.add_argument("--asset-log", help="append the key of each asset request to this file, one JSON string a line")
+    parser.add_argument("--signing-key", help="sign manifests and directives with this PEM RSA private key (overrides code-signing.json)")
+    parser.add_argument("--key-id", default="main", help="the key id of --signing-key's signatures (default main)")
     parser.add_argument("--verbose", action="store_true", help="log each request on stderr")
     parser.add_argument("--exit-with-parent", action="store_true", help="stop when the process that started it ends (for tests)")
     args = parser.parse_args()
@@ -371,6 +437,10 @@ def main():
         parser.error("--dir %s is not a directory" % args.dir)
     if args.rate < 0:
         parser.error("--rate must be positive")
+    if not KEY_ID.fullmatch(args.key_id):
+        parser.error("--key-id must be 1 to 64 letters, digits, '.', '_' or '-', not '.' first")
+    if args.signing_key and not os.path.isfile(args.signing_key):
+        parser.error("--signing-key %s is not a file" % args.signing_key)
 
     if ":" in args.host:
         Server.address_family = socket.AF_INET6
@@ -380,6 +450,7 @@ def main():
     server.verbose = args.verbose
     server.request_log = args.request_log
     server.asset_log = args.asset_log
+    server.signing_override = (os.path.abspath(args.signing_key), args.key_id) if args.signing_key else None
     server.log_lock = threading.Lock()
     host, port = server.server_address[:2]
     shown = "[%s]" % host if ":" in host else host

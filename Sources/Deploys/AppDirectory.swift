@@ -430,6 +430,10 @@ public enum DeployError: Error, Sendable, Hashable, CustomStringConvertible {
     case transport(String)
     /// An asset's SHA-256 is not the one its manifest gives (both base64url).
     case integrity(key: String, expected: String, actual: String)
+    /// A manifest or directive the trusted certificates do not vouch for: its `expo-signature`
+    /// is missing, malformed, by an unknown key id, by a certificate out of its dates, or does
+    /// not verify over the part's bytes.
+    case signature(String)
     /// A file-system step failed, or the app directory holds something this client did not
     /// write (a link out of `updates/`, an unreadable pending install).
     case filesystem(String)
@@ -445,7 +449,7 @@ public enum DeployError: Error, Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .cancelled: "cancelled"
         case .badManifest(let reason): "bad manifest: \(reason)"
-        case .refused(let reason), .transport(let reason), .filesystem(let reason), .usage(let reason), .busy(let reason): reason
+        case .refused(let reason), .transport(let reason), .signature(let reason), .filesystem(let reason), .usage(let reason), .busy(let reason): reason
         case .integrity(let key, let expected, let actual): "asset \(key): its SHA-256 is \(actual), the manifest says \(expected)"
         }
     }

@@ -50,6 +50,12 @@ public final class DeployClient {
     /// The most bytes an update's assets may hold in all, decoded: a download passing it is
     /// refused at once (a small compressed answer can expand without end).
     public var maxUpdateBytes: Int64 = 1 << 30
+    /// The certificates whose signatures this client requires (Expo code signing). Empty, the
+    /// default: no `expo-expect-signature` is sent and nothing is checked. Not empty: every
+    /// manifest and directive must be signed by one of them, or the check records
+    /// `signatureInvalid` and nothing is downloaded. An app adds the ones it ships with
+    /// `TrustedCertificates.trustShipped(in:)`.
+    public var certificates = TrustedCertificates()
 
     /// A download records progress at most once per this many percent.
     public static let progressStep: Int64 = 5
@@ -100,7 +106,8 @@ public final class DeployClient {
     ///
     /// A source that cannot be reached or answers badly, and a manifest the client refuses
     /// (another runtime version, an unsafe id or asset key, an asset without a hash), are
-    /// recorded as `checkFailed`, not thrown; an update already working, already in holding,
+    /// recorded as `checkFailed`, not thrown; with `certificates`, a manifest or directive
+    /// whose signature does not check out is recorded as `signatureInvalid`; an update already working, already in holding,
     /// rolled back before, created before the working one, or refused by the stored manifest
     /// filters is recorded as `noNewDeploy`. A `rollBackToEmbedded` directive rolls back at
     /// once, unless it was made before the working update. Server-defined headers and manifest
@@ -120,9 +127,13 @@ public final class DeployClient {
         let answer: ManifestAnswer
         let kept: KeptHeaders
         do {
-            (answer, kept) = try source.latest(for: target, current: current, serverDefinedHeaders: serverDefinedHeaders, fetch: startFetching())
+            (answer, kept) = try source.latest(for: target, current: current, serverDefinedHeaders: serverDefinedHeaders,
+                                               certificates: certificates, fetch: startFetching())
         } catch {
-            try record(.checkFailed, ["reason": .string(error.description)])
+            // Nothing the unverified answer says is kept, not even its headers.
+            if case .signature = error { try record(.signatureInvalid, ["reason": .string(error.description)]) } else {
+                try record(.checkFailed, ["reason": .string(error.description)])
+            }
             return nil
         }
         // Stored until a later response replaces them (Expo Updates v1: the client "MUST store"

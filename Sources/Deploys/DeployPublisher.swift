@@ -25,6 +25,14 @@ public struct DeployPublisher: Sendable {
     /// there are none. They stay where they are, for a person to remove: a publish removes
     /// only what it created. By default, nothing is said.
     public var leftovers: @Sendable ([String]) -> Void = { _ in }
+    /// The PEM RSA private key the server is to sign manifests and directives with, and its
+    /// key id (Expo's default `main`); `nil`, the default, leaves the server's signing as it was.
+    /// A publish records them in `SERVER_DIR/code-signing.json` (the key's absolute path: the
+    /// key itself is never copied) before the update becomes current.
+    public var signing: (key: String, keyID: String)?
+
+    /// The file naming the server directory's signing key: `{"keyId": ID, "privateKey": PATH}`.
+    public static let signingFile = "code-signing.json"
 
     /// A publisher into `serverDirectory`; nothing is touched until `publish`.
     public init(serverDirectory: String) {
@@ -52,12 +60,20 @@ public struct DeployPublisher: Sendable {
     ///   word for a roll-back) or that is already published, for any runtime version; for a
     ///   server directory inside the bundle. `.refused` when an asset's name (or its type
     ///   file) is taken by other bytes; `.filesystem` when a file or directory cannot be read
-    ///   or written; `.cancelled` when `isCancelled` said so.
+    ///   or written; `.cancelled` when `isCancelled` said so. `.usage`, before anything is
+    ///   written, for a `signing` key that is no unencrypted PEM RSA private key or a key id
+    ///   `TrustedCertificates.isValidKeyID` refuses.
     public func publish(bundle: String, runtimeVersion: String, launchAsset: String = "index.html",
                         id: String = UUID().uuidString.lowercased(), createdAt: Timestamp = .now()) throws(DeployError) -> UpdateManifest {
         _ = try DeployTarget(runtimeVersion: runtimeVersion)
         guard AppDirectory.isSafeUpdateID(id), id != "rollBackToEmbedded" else {
             throw .usage("the update id must be 1 to 128 letters, digits, '-', '_' or '.', not first, and not the word rollBackToEmbedded: \"\(id)\"")
+        }
+        let signingConfiguration = try signing.map { (signing) throws(DeployError) -> Data in
+            guard TrustedCertificates.isValidKeyID(signing.keyID) else { throw .usage("--key-id: " + TrustedCertificates.keyIDRule(signing.keyID)) }
+            if let problem = SigningKey.problem(signing.key) { throw .usage("\(signing.key): \(problem)") }
+            guard let absolute = canonicalPath(signing.key) else { throw .usage("\(signing.key): no such key file") }
+            return Data(StateValue.object(["keyId": .string(signing.keyID), "privateKey": .string(absolute)]).json().utf8)
         }
         let files = try Self.files(in: bundle)
         guard files.contains(launchAsset) else { throw .usage("\(bundle) has no \(launchAsset) (the launch asset)") }
@@ -97,6 +113,8 @@ public struct DeployPublisher: Sendable {
             let manifest = UpdateManifest(id: id, createdAt: createdAt.description, runtimeVersion: runtimeVersion,
                                           launchAsset: launch, assets: assets.filter { $0.key != launchAsset })
             try Files.writeAtomically(Data(manifest.json.json(pretty: true).utf8), to: runtime + "/" + id + ".json", created: created)
+            // A server setting, not the update's: kept even if what follows fails.
+            if let signingConfiguration { try Files.writeAtomically(signingConfiguration, to: serverDirectory + "/" + Self.signingFile) }
             try Files.writeAtomically(Data((id + "\n").utf8), to: runtime + "/current")
             lock?.release()
             return manifest

@@ -17,6 +17,10 @@ public enum DeployRules: EventRules {
     /// Every transition of the lifecycle.
     public enum Transition: String, Sendable, CaseIterable {
         case checkStarted, newDeployAvailable, noNewDeploy, checkFailed
+        /// The client trusts certificates and the manifest or directive's `expo-signature` is
+        /// missing, malformed, by an unknown key id or an invalid certificate, or does not
+        /// verify: nothing of the answer is used.
+        case signatureInvalid
         /// A manifest response carried `expo-server-defined-headers` or `expo-manifest-filters`:
         /// kept until a later response replaces them.
         case responseHeadersStored
@@ -34,12 +38,12 @@ public enum DeployRules: EventRules {
         case didReloadWebView, rolledBack, launchConfirmed
 
         /// The transitions that record a refused or failed step.
-        public static let failures: Set<Transition> = [.checkFailed, .downloadFailed, .integrityFailed, .failedToUpdateWorkingDirectory]
+        public static let failures: Set<Transition> = [.checkFailed, .signatureInvalid, .downloadFailed, .integrityFailed, .failedToUpdateWorkingDirectory]
     }
 
     /// The values of `deploy.phase`.
     public enum Phase: String, Sendable, CaseIterable {
-        case checking, updateAvailable, upToDate, checkFailed, downloading, downloaded, downloadFailed, integrityFailed,
+        case checking, updateAvailable, upToDate, checkFailed, signatureInvalid, downloading, downloaded, downloadFailed, integrityFailed,
              installing, installed, installFailed, launched, confirmed, rolledBack
     }
 
@@ -71,17 +75,18 @@ public enum DeployRules: EventRules {
             changes["phase"] = phaseValue(.upToDate)
             changes["availableUpdate"] = nil
             changes["lastError"] = nil
-        case .checkFailed, .downloadFailed, .integrityFailed, .failedToUpdateWorkingDirectory:
+        case .checkFailed, .signatureInvalid, .downloadFailed, .integrityFailed, .failedToUpdateWorkingDirectory:
             guard let reason = text("reason") else { return .failure(RuleError("\(transition.rawValue) needs a reason")) }
             let phase: Phase = switch transition {
             case .checkFailed: .checkFailed
+            case .signatureInvalid: .signatureInvalid
             case .downloadFailed: .downloadFailed
             case .integrityFailed: .integrityFailed
             default: .installFailed
             }
             changes["phase"] = phaseValue(phase)
             changes["lastError"] = reason
-            if transition != .checkFailed && transition != .failedToUpdateWorkingDirectory { changes["progress"] = nil }
+            if transition == .downloadFailed || transition == .integrityFailed { changes["progress"] = nil }
         case .downloadProgress:
             guard let percent = fields["percent"]?.intValue, (0...100).contains(percent) else {
                 return .failure(RuleError("downloadProgress needs a percent from 0 to 100"))

@@ -63,15 +63,18 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
 
     /// Asks for the newest update for `target`, saying which update the app runs now and
     /// sending the headers an earlier response defined (the protocol's own take precedence);
-    /// returns the answer and what its headers ask the client to keep.
+    /// returns the answer and what its headers ask the client to keep. With `certificates`,
+    /// it sends `expo-expect-signature` and throws `DeployError.signature` for a manifest or
+    /// directive they do not vouch for (a directory's are never signed).
     func latest(for target: DeployTarget, current: String?, serverDefinedHeaders: [String: String] = [:],
-                fetch: HTTPFetch) throws(DeployError) -> (ManifestAnswer, KeptHeaders) {
+                certificates: TrustedCertificates = TrustedCertificates(), fetch: HTTPFetch) throws(DeployError) -> (ManifestAnswer, KeptHeaders) {
         switch self {
         case .server(let url):
             var headers = ["expo-protocol-version": "1", "expo-platform": target.platform, "expo-runtime-version": target.runtimeVersion,
                            "accept": "multipart/mixed, application/expo+json, application/json"]
             if let current { headers["expo-current-update-id"] = current }
             if let token = target.projectToken { headers["authorization"] = "Bearer \(token)" }
+            if let expectation = certificates.expectSignatureHeader { headers["expo-expect-signature"] = expectation }
             headers.merge(serverDefinedHeaders.map { ($0.key.lowercased(), $0.value) }) { protocolsOwn, _ in protocolsOwn }
             let response: HTTPFetch.Response
             let body: Data
@@ -79,7 +82,8 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
             guard response.status == 200 || response.status == 204 else {
                 throw .transport("HTTP \(response.status) from \(url.host ?? url.absoluteString) for the manifest")
             }
-            return (try ManifestAnswer(status: response.status, contentType: response.contentType, body: [UInt8](body)),
+            return (try ManifestAnswer(status: response.status, contentType: response.contentType, body: [UInt8](body),
+                                       signature: response.headers["expo-signature"], certificates: certificates),
                     KeptHeaders(serverDefinedHeaders: response.headers["expo-server-defined-headers"],
                                 manifestFilters: response.headers["expo-manifest-filters"]))
         case .directory(let root):
@@ -88,6 +92,9 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
                 throw .transport("\(root) has no update for runtime version \(target.runtimeVersion)")
             }
             let id = String(decoding: current, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            if !certificates.isEmpty, let problem = certificates.problem(with: nil, over: [], of: id == "rollBackToEmbedded" ? "directive" : "manifest") {
+                throw .signature(problem + " (a directory source is never signed)")
+            }
             if id == "rollBackToEmbedded" { return (.rollBackToEmbedded(commitTime: nil), .none) }
             guard AppDirectory.isSafeUpdateID(id) else { throw .badManifest("\(runtime)/current names no update: \"\(id)\"") }
             guard let data = try Files.readSmall(runtime + "/" + id + ".json", limit: Self.maxManifestBytes) else {

@@ -186,12 +186,22 @@ extension ManifestAnswer {
     /// `name`, in any order; unknown parts are ignored). A directive of a type other than
     /// `noUpdateAvailable` and `rollBackToEmbedded`, or without a string `type`, is an error
     /// (`DeployError.badManifest` naming it), never taken for "no update".
-    package init(status: Int, contentType: String?, body: [UInt8]) throws(DeployError) {
+    ///
+    /// With `certificates` not empty, the manifest and the directive are read only once their
+    /// `expo-signature` (the part's header; the response's, `signature`, for a JSON answer)
+    /// signs their exact bytes, else `DeployError.signature` says why.
+    package init(status: Int, contentType: String?, body: [UInt8], signature: String? = nil,
+                 certificates: TrustedCertificates = TrustedCertificates()) throws(DeployError) {
+        func verified(_ what: String, _ bytes: [UInt8], _ signature: String?) throws(DeployError) -> [UInt8] {
+            guard !certificates.isEmpty else { return bytes }
+            if let problem = certificates.problem(with: signature, over: bytes, of: what) { throw .signature(problem) }
+            return bytes
+        }
         if status == 204 { self = .noUpdateAvailable; return }
         let mediaType = contentType.map(MediaType.init) ?? MediaType("application/json")
         switch mediaType.type {
         case "application/json", "application/expo+json":
-            self = .update(try UpdateManifest(json: body), assetHeaders: [:])
+            self = .update(try UpdateManifest(json: try verified("manifest", body, signature)), assetHeaders: [:])
         case "multipart/mixed":
             guard let boundary = mediaType.parameters["boundary"], !boundary.isEmpty else { throw .badManifest("multipart/mixed without a boundary") }
             let parts = try Multipart.parts(of: body, boundary: boundary)
@@ -200,7 +210,7 @@ extension ManifestAnswer {
             var directive: ManifestAnswer?
             for part in parts {
                 switch part.name {
-                case "manifest": manifest = try UpdateManifest(json: part.body)
+                case "manifest": manifest = try UpdateManifest(json: try verified("manifest", part.body, part.headers["expo-signature"]))
                 case "extensions":
                     let value: StateValue
                     do { value = try StateValue(jsonUTF8: part.body) } catch { throw .badManifest("the extensions part is not JSON: \(error)") }
@@ -219,7 +229,8 @@ extension ManifestAnswer {
                     }
                 case "directive":
                     let value: StateValue
-                    do { value = try StateValue(jsonUTF8: part.body) } catch { throw .badManifest("the directive part is not JSON: \(error)") }
+                    let bytes = try verified("directive", part.body, part.headers["expo-signature"])
+                    do { value = try StateValue(jsonUTF8: bytes) } catch { throw .badManifest("the directive part is not JSON: \(error)") }
                     guard let body = value.objectValue else { throw .badManifest("the directive is a JSON \(value.kindName), not an object") }
                     guard let field = body["type"] else { throw .badManifest("the directive has no \"type\"") }
                     guard let type = field.stringValue else { throw UpdateManifest.wrongType("the directive", "type", field, "a string") }

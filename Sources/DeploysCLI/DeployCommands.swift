@@ -19,12 +19,13 @@ enum DeployCommands {
             a log that cannot take it (a full disk) changes nothing, and the next command finishes
             one a crash cut short.
             A refused update (hash mismatch, an asset key escaping the directory, a wrong content
-            type, another runtime version, an HTTP error, a timeout) is recorded with its reason,
+            type, another runtime version, an HTTP error, a timeout, a signature that does not check
+            out when certificates are trusted) is recorded with its reason,
             leaves working untouched, and exits 1. The project token (--project-token, else
             $EVENTLOG_PROJECT_TOKEN) is sent as "Authorization: Bearer TOKEN".
             """,
         subcommands: [
-            lifecycle("check", "Ask the server for a newer update (newDeployAvailable, noNewDeploy, checkFailed).",
+            lifecycle("check", "Ask the server for a newer update (newDeployAvailable, noNewDeploy, checkFailed, signatureInvalid).",
                       needsServer: true, createsAppDirectory: true) { client in try client.check(); return nil },
             lifecycle("download", "Download the checked (or newest) update into holding, each asset's SHA-256 checked as it streams to disk.",
                       needsServer: true, createsAppDirectory: true) { client in try client.download(); return nil },
@@ -56,6 +57,9 @@ enum DeployCommands {
         .init(name: "project-token", value: "TOKEN", help: "Sent as Authorization: Bearer TOKEN."),
         .init(name: "timeout", value: "SECONDS", help: "How long the server may stay silent (default 30)."),
         .init(name: "deadline", value: "SECONDS", help: "How long a manifest request, or an update's whole download, may take (default 600)."),
+        .init(name: "certificate", value: "[KEYID=]CERT.pem",
+              help: "Require manifests signed by this PEM certificate's key, named KEYID (default main); repeatable. APP_DIR/certificates/KEYID.pem are trusted too.",
+              repeatable: true),
     ]
 
     static func behaviorOption(_ name: String, _ help: String) -> CommandSpec.Option {
@@ -115,6 +119,8 @@ enum DeployCommands {
             .init(name: "runtime-version", value: "V", help: "The native runtime version the update is for."),
             .init(name: "id", value: "ID", help: "The update id (default a new UUID)."),
             .init(name: "launch-asset", value: "PATH", help: "The page the web view loads (default index.html)."),
+            .init(name: "sign-with", value: "KEY.pem", help: "From now on the server signs manifests with this PEM RSA private key (its path is recorded, the key is not copied)."),
+            .init(name: "key-id", value: "ID", help: "The key id the signatures name (default main); with --sign-with."),
         ]
     ) { arguments, context in
         try publish(arguments.positionals[0], arguments, context)
@@ -127,6 +133,11 @@ enum DeployCommands {
         let signals = InterruptSignals()
         defer { signals.stop() }
         var publisher = DeployPublisher(serverDirectory: serverDirectory)
+        if let key = arguments.value("sign-with") {
+            publisher.signing = (key, arguments.value("key-id") ?? TrustedCertificates.defaultKeyID)
+        } else if arguments.value("key-id") != nil {
+            throw CLIError.usage("--key-id names the key of --sign-with KEY.pem")
+        }
         publisher.isCancelled = { signals.received != 0 }
         // What a killed publish left stays; a person is told where, to remove it.
         let console = context.console
@@ -190,6 +201,18 @@ enum DeployCommands {
         let timeout = try arguments.seconds("timeout")
         let deadline = try arguments.seconds("deadline")
         let token = arguments.value("project-token") ?? ProcessInfo.processInfo.environment["EVENTLOG_PROJECT_TOKEN"]
+        var certificates = TrustedCertificates()
+        do throws(DeployError) {
+            for text in arguments.everyValue("certificate") {
+                // KEYID=PATH when what comes before the first "=" is a key id; else a path alone.
+                let pair = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+                let (keyID, file) = pair.count == 2 && TrustedCertificates.isValidKeyID(pair[0]) ? (pair[0], pair[1]) : (TrustedCertificates.defaultKeyID, text)
+                guard !certificates.keyIDs.contains(keyID) else { throw .usage("--certificate: key id \(keyID) is given twice") }
+                try certificates.trust(file, keyID: keyID)
+            }
+        } catch {
+            throw cliError(error)
+        }
         let target: DeployTarget
         let directory: AppDirectory
         do {
@@ -204,7 +227,9 @@ enum DeployCommands {
         } catch {
             throw cliError(error)
         }
+        do { try certificates.trustShipped(in: directory) } catch { throw cliError(error) }
         let client = DeployClient(store: store, directory: directory, source: DeploySource(serverText ?? "."), target: target)
+        client.certificates = certificates
         if let launch { client.launchBehavior = launch }
         if let foreground { client.foregroundBehavior = foreground }
         if let timeout { client.timeout = timeout }

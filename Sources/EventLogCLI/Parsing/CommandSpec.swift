@@ -39,14 +39,18 @@ public struct CommandSpec: Sendable {
         /// Names it was given before, still accepted for one release with a one-line note on
         /// stderr saying to use `name`.
         public var formerNames: [String]
+        /// Whether the option may be given more than once (read with `ParsedArguments.everyValue`);
+        /// any other is an error the second time.
+        public var repeatable: Bool
 
         /// An option that takes a value shown as `value`, or a flag when `value` is `nil`;
         /// `formerNames` are the spellings it replaces.
-        public init(name: String, value: String?, help: String, formerNames: [String] = []) {
+        public init(name: String, value: String?, help: String, formerNames: [String] = [], repeatable: Bool = false) {
             self.name = name
             self.value = value
             self.help = help
             self.formerNames = formerNames
+            self.repeatable = repeatable
         }
 
         /// `--regression NAME`: one of an app's deliberately faulty variants, listed with their summaries.
@@ -119,7 +123,7 @@ public struct CommandSpec: Sendable {
         var parts = [program, name]
         for argument in arguments { parts.append(argument.isOptional ? "[\(argument.name)]" : argument.name) }
         for option in allOptions where option.name != "help" {
-            parts.append(option.value.map { "[--\(option.name) \($0)]" } ?? "[--\(option.name)]")
+            parts.append((option.value.map { "[--\(option.name) \($0)]" } ?? "[--\(option.name)]") + (option.repeatable ? "..." : ""))
         }
         return parts.joined(separator: " ")
     }
@@ -166,6 +170,9 @@ public struct ParsedArguments: Sendable {
     /// The value of `--name VALUE`, or `nil` when the option was not given. Asking for an
     /// option the command does not declare traps, as ``flag(_:)`` does.
     public func value(_ name: String) -> String? { checkDeclared(name); return values[name] }
+    /// Every value of a repeatable option, in the order given; empty when it was not given.
+    public func everyValue(_ name: String) -> [String] { checkDeclared(name); return repeatedValues[name] ?? [] }
+    var repeatedValues: [String: [String]] = [:]
 
     private func checkDeclared(_ name: String) {
         precondition(declared?.contains(name) ?? true, "the command reads --\(name), which it does not declare")

@@ -94,12 +94,13 @@ struct Parser {
             }
             if option.name != name { parsed.formerNamesUsed.append((former: name, name: option.name)) }
             name = option.name
-            guard !parsed.flags.contains(name), parsed.values[name] == nil else { throw CLIError.usage("--\(name) is given twice") }
+            guard option.repeatable || (!parsed.flags.contains(name) && parsed.values[name] == nil) else { throw CLIError.usage("--\(name) is given twice") }
             if option.value == nil {
                 guard inlineValue == nil else { throw CLIError.usage("--\(name) takes no value") }
                 parsed.flags.insert(name)
             } else if let inlineValue {
                 parsed.values[name] = inlineValue
+                if option.repeatable { parsed.repeatedValues[name, default: []].append(inlineValue) }
             } else {
                 // The next word is the value, unless it is another option (`--from --db x`); a
                 // value that starts with "--" can still be given as `--name=--value`.
@@ -107,6 +108,7 @@ struct Parser {
                     throw CLIError.usage("--\(name) needs a value (\(option.value!))")
                 }
                 parsed.values[name] = arguments[index]
+                if option.repeatable { parsed.repeatedValues[name, default: []].append(arguments[index]) }
                 index += 1
             }
         }
