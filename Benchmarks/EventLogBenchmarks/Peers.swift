@@ -238,3 +238,103 @@ struct JSONLinesSubject: AppendSubject {
         return (events, state.count)
     }
 }
+
+/// The objects peer a Swift app would pick: SQLite in WAL mode with `synchronous=NORMAL`
+/// (no flush per commit, as the engine's object store under `lastCommitMayBeLost`), a table
+/// for the type (`id` primary key, `version`, `createdAt`, `updatedAt`, the object's fields
+/// as a BLOB), an update that reads the row's version and writes under it
+/// (`WHERE id = ? AND version = ?`, the conflict check the engine makes), one transaction a
+/// batch.
+final class SQLiteObjects {
+    private var db: OpaquePointer?
+    private var insert: OpaquePointer?
+    private var readVersion: OpaquePointer?
+    private var update: OpaquePointer?
+    private var remove: OpaquePointer?
+    private var select: OpaquePointer?
+
+    init(path: String) throws {
+        try check(sqlite3_open(path, &db))
+        try execute("PRAGMA journal_mode=WAL")
+        try execute("PRAGMA synchronous=NORMAL")
+        try execute("CREATE TABLE BlogPost (id TEXT PRIMARY KEY, version INTEGER NOT NULL, createdAt INTEGER NOT NULL, updatedAt INTEGER NOT NULL, fields BLOB NOT NULL)")
+        try check(sqlite3_prepare_v2(db, "INSERT INTO BlogPost (id, version, createdAt, updatedAt, fields) VALUES (?, 1, ?, ?, ?)", -1, &insert, nil))
+        try check(sqlite3_prepare_v2(db, "SELECT version FROM BlogPost WHERE id = ?", -1, &readVersion, nil))
+        try check(sqlite3_prepare_v2(db, "UPDATE BlogPost SET version = version + 1, updatedAt = ?, fields = ? WHERE id = ? AND version = ?", -1, &update, nil))
+        try check(sqlite3_prepare_v2(db, "DELETE FROM BlogPost WHERE id = ?", -1, &remove, nil))
+        try check(sqlite3_prepare_v2(db, "SELECT version, createdAt, updatedAt, fields FROM BlogPost WHERE id = ?", -1, &select, nil))
+    }
+
+    deinit {
+        for statement in [insert, readVersion, update, remove, select] { sqlite3_finalize(statement) }
+        sqlite3_close(db)
+    }
+
+    /// Runs `body` for 0..<count, 1,000 calls per transaction.
+    func inTransactionsOf1000(_ count: Int, _ body: (Int) throws -> Void) throws {
+        for start in stride(from: 0, to: count, by: 1_000) {
+            try execute("BEGIN")
+            for i in start..<min(count, start + 1_000) { try body(i) }
+            try execute("COMMIT")
+        }
+    }
+
+    func create(id: String, fields: [UInt8]) throws {
+        let now = Timestamp.now().microsecondsSince1970
+        bind(insert, 1, id)
+        sqlite3_bind_int64(insert, 2, now)
+        sqlite3_bind_int64(insert, 3, now)
+        bind(insert, 4, fields)
+        try run(insert, "insert")
+    }
+
+    /// Writes `fields` over the object's under the version it has; a row that changed in
+    /// between (or is missing) is an error, as a conflict is in the engine.
+    func update(id: String, fields: [UInt8]) throws {
+        bind(readVersion, 1, id)
+        guard sqlite3_step(readVersion) == SQLITE_ROW else { sqlite3_reset(readVersion); throw BenchmarkError(description: "SQLite: no object \(id)") }
+        let version = sqlite3_column_int64(readVersion, 0)
+        sqlite3_reset(readVersion)
+        sqlite3_bind_int64(update, 1, Timestamp.now().microsecondsSince1970)
+        bind(update, 2, fields)
+        bind(update, 3, id)
+        sqlite3_bind_int64(update, 4, version)
+        try run(update, "update")
+        guard sqlite3_changes(db) == 1 else { throw BenchmarkError(description: "SQLite: object \(id) changed under its update") }
+    }
+
+    func delete(id: String) throws {
+        bind(remove, 1, id)
+        try run(remove, "delete")
+        guard sqlite3_changes(db) == 1 else { throw BenchmarkError(description: "SQLite: no object \(id) to delete") }
+    }
+
+    /// The object's fields as stored, with its version and dates; `nil` when there is none.
+    func fetch<T>(id: String, _ read: (UnsafeRawBufferPointer, _ version: Int64, _ createdAt: Int64, _ updatedAt: Int64) throws -> T) throws -> T? {
+        bind(select, 1, id)
+        defer { sqlite3_reset(select) }
+        guard sqlite3_step(select) == SQLITE_ROW else { return nil }
+        let fields = UnsafeRawBufferPointer(start: sqlite3_column_blob(select, 3), count: Int(sqlite3_column_bytes(select, 3)))
+        return try read(fields, sqlite3_column_int64(select, 0), sqlite3_column_int64(select, 1), sqlite3_column_int64(select, 2))
+    }
+
+    private func bind(_ statement: OpaquePointer?, _ index: Int32, _ text: String) {
+        // SQLITE_TRANSIENT: SQLite copies the text before the call returns.
+        sqlite3_bind_text(statement, index, text, -1, unsafeBitCast(-1, to: sqlite3_destructor_type.self))
+    }
+
+    private func bind(_ statement: OpaquePointer?, _ index: Int32, _ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { sqlite3_bind_blob(statement, index, $0.baseAddress, Int32($0.count), unsafeBitCast(-1, to: sqlite3_destructor_type.self)) }
+    }
+
+    private func run(_ statement: OpaquePointer?, _ what: String) throws {
+        defer { sqlite3_reset(statement) }
+        guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchmarkError(description: "SQLite \(what): \(String(cString: sqlite3_errmsg(db)))") }
+    }
+
+    private func execute(_ sql: String) throws { try check(sqlite3_exec(db, sql, nil, nil, nil)) }
+
+    private func check(_ code: Int32) throws {
+        if code != SQLITE_OK { throw BenchmarkError(description: "SQLite: \(String(cString: sqlite3_errstr(code)))") }
+    }
+}

@@ -430,20 +430,48 @@ enum Scenarios {
         }
         var lateNamed = late
         lateNamed.subject = "eventlog, longer log"
+        // The same saves, fetches and deletes in SQLite, the fields as their JSON.
+        let peer = try SQLiteObjects(path: scratch.file("objects.sqlite"))
+        var peerRNG = SplitMix64(seed: 31)
+        let peerIDs = (0..<count).map { "p\($0)" }
+        func json(_ i: Int) -> [UInt8] { Array(StateValue.object(post(i)).json().utf8) }
+        let peerCreate = try time { try peer.inTransactionsOf1000(count) { i in try peer.create(id: peerIDs[i], fields: json(i)) } }
+        let peerUpdate = try time {
+            try peer.inTransactionsOf1000(updates) { i in try peer.update(id: peerIDs[Int.random(in: 0..<count, using: &peerRNG)], fields: json(i)) }
+        }
+        var peerFetch = try timedFetches(fetches, among: peerIDs, of: nil, rng: &peerRNG, subject: "sqlite") { id in
+            let object = try peer.fetch(id: id) { fields, version, createdAt, updatedAt -> StateObject in
+                var object = try StateValue(json: String(decoding: fields, as: UTF8.self)).objectValue ?? StateObject()
+                object["id"] = .string(id)
+                object["version"] = .int(version)
+                object["createdAt"] = .string(Timestamp(microsecondsSince1970: createdAt).description)
+                object["updatedAt"] = .string(Timestamp(microsecondsSince1970: updatedAt).description)
+                return object
+            }
+            guard let object else { throw BenchmarkError(description: "SQLite object \(id) not found") }
+            blackHole(object)
+        }
+        peerFetch.subject = "sqlite (JSON fields)"
+        let peerDoomed = peerIDs.indices.filter { $0 % 10 == 3 }.map { peerIDs[$0] }
+        let peerDelete = try time { try peer.inTransactionsOf1000(peerDoomed.count) { i in try peer.delete(id: peerDoomed[i]) } }
         return [
             ScenarioReport(name: "objects.create", summary: "creates of \(count) objects in transactions of 1,000",
                            measurements: [Measurement(subject: "eventlog", operations: count, seconds: saveSeconds,
-                                                      extra: [("heap growth MiB", Double(grown) / 1_048_576)])],
-                           note: "heap growth (RssAnon, not LMDB's mapped pages) covers the creates and the updates"),
+                                                      extra: [("heap growth MiB", Double(grown) / 1_048_576)]),
+                                          Measurement(subject: "sqlite (JSON fields)", operations: count, seconds: peerCreate)],
+                           note: "heap growth (RssAnon, not LMDB's mapped pages) covers the creates and the updates; SQLite in WAL mode, synchronous=NORMAL"),
             ScenarioReport(name: "objects.update", summary: "updates of random objects among \(count) in transactions of 1,000",
-                           measurements: [Measurement(subject: "eventlog", operations: updates, seconds: updateSeconds)]),
+                           measurements: [Measurement(subject: "eventlog", operations: updates, seconds: updateSeconds),
+                                          Measurement(subject: "sqlite (JSON fields)", operations: updates, seconds: peerUpdate)],
+                           note: "SQLite reads the row's version and updates under it, as the engine checks an object's version"),
             ScenarioReport(name: "objects.delete", summary: "deletes of every tenth object in transactions of 1,000",
-                           measurements: [Measurement(subject: "eventlog", operations: doomed.count, seconds: deleteSeconds)]),
+                           measurements: [Measurement(subject: "eventlog", operations: doomed.count, seconds: deleteSeconds),
+                                          Measurement(subject: "sqlite (JSON fields)", operations: peerDoomed.count, seconds: peerDelete)]),
             ScenarioReport(name: "objects.replay", summary: "replay the objects log through a projection, as `eventlog replay` does",
                            measurements: [Measurement(subject: "eventlog", operations: Int(replayed.events), seconds: replaySeconds)],
                            note: "every event replays as recorded; each write lands in a collection of up to \(count) objects"),
             ScenarioReport(name: "objects.fetch", summary: "fetch by id among \(count) objects, before and after \(updates) more events",
-                           measurements: [early, lateNamed],
+                           measurements: [early, lateNamed, peerFetch],
                            note: "the second row's ratio is the short log's fetch rate over the long log's: near 1.00× means fetch does not depend on the log's length"),
         ]
     }
@@ -484,15 +512,34 @@ enum Scenarios {
         guard try objects.problem(against: nil) == nil else { throw BenchmarkError(description: "read model differs from the log") }
         var lateNamed = late
         lateNamed.subject = "eventlog, longer log"
+        // The same BlogPosts in SQLite, each encoded with JSONEncoder and decoded with JSONDecoder.
+        let peer = try SQLiteObjects(path: scratch.file("objects.sqlite"))
+        var peerRNG = SplitMix64(seed: 31)
+        let peerIDs = (0..<count).map { "p\($0)" }
+        let encoder = JSONEncoder(), decoder = JSONDecoder()
+        let peerCreate = try time { try peer.inTransactionsOf1000(count) { i in try peer.create(id: peerIDs[i], fields: Array(try encoder.encode(BlogPost.sample(i)))) } }
+        let peerUpdate = try time {
+            try peer.inTransactionsOf1000(updates) { i in
+                try peer.update(id: peerIDs[Int.random(in: 0..<count, using: &peerRNG)], fields: Array(try encoder.encode(BlogPost.sample(i))))
+            }
+        }
+        let peerFetch = try timedFetches(fetches, among: peerIDs, of: nil, rng: &peerRNG, subject: "sqlite (Codable JSON)") { id in
+            guard let post = try peer.fetch(id: id, { fields, _, _, _ in try decoder.decode(BlogPost.self, from: Data(fields)) }) else {
+                throw BenchmarkError(description: "SQLite post \(id) not found")
+            }
+            blackHole(post)
+        }
         return [
             ScenarioReport(name: "objects.typed.create", summary: "creates of \(count) BlogPost values through save(_:batch:) in transactions of 1,000",
                            measurements: [Measurement(subject: "eventlog", operations: count, seconds: saveSeconds,
-                                                      extra: [("heap growth MiB", Double(grown) / 1_048_576)])],
+                                                      extra: [("heap growth MiB", Double(grown) / 1_048_576)]),
+                                          Measurement(subject: "sqlite (Codable JSON)", operations: count, seconds: peerCreate)],
                            note: "heap growth (RssAnon) covers the creates and the updates"),
             ScenarioReport(name: "objects.typed.update", summary: "updates of random BlogPosts among \(count) through save(_:batch:) in transactions of 1,000",
-                           measurements: [Measurement(subject: "eventlog", operations: updates, seconds: updateSeconds)]),
+                           measurements: [Measurement(subject: "eventlog", operations: updates, seconds: updateSeconds),
+                                          Measurement(subject: "sqlite (Codable JSON)", operations: updates, seconds: peerUpdate)]),
             ScenarioReport(name: "objects.typed.fetch", summary: "fetch(BlogPost.self, id:) among \(count) objects, before and after \(updates) more events",
-                           measurements: [early, lateNamed],
+                           measurements: [early, lateNamed, peerFetch],
                            note: "each fetch decodes the stored fields into a BlogPost; the second row's ratio is the short log's fetch rate over the long log's"),
         ]
     }
@@ -516,9 +563,10 @@ enum Scenarios {
     }
 
     /// `fetches` fetches of ids drawn from `ids` with `rng`, each through `fetch` (which throws
-    /// when the object is missing), timed one by one.
-    private static func timedFetches(_ fetches: Int, among ids: [String], of objects: ObjectStore, rng: inout SplitMix64,
-                                     _ fetch: (String) throws -> Void) throws -> Measurement {
+    /// when the object is missing), timed one by one; the engine's (`objects`) with the
+    /// length of its log.
+    private static func timedFetches(_ fetches: Int, among ids: [String], of objects: ObjectStore?, rng: inout SplitMix64,
+                                     subject: String = "eventlog", _ fetch: (String) throws -> Void) throws -> Measurement {
         var latencies: [Double] = []
         let seconds = try time {
             for _ in 0..<fetches {
@@ -528,8 +576,8 @@ enum Scenarios {
                 latencies.append(Double(now() - start) / 1e3)
             }
         }
-        return Measurement(subject: "eventlog", operations: fetches, seconds: seconds, latencies: latencies,
-                           extra: [("log events", Double(try objects.store.lastSeq()))])
+        return Measurement(subject: subject, operations: fetches, seconds: seconds, latencies: latencies,
+                           extra: try objects.map { [("log events", Double(try $0.store.lastSeq()))] } ?? [])
     }
 
     /// The release `eventlog` binary, beside this one: the import and deploy scenarios run it as a user does.
