@@ -543,6 +543,13 @@ public final class DeployClient {
             try rollBack(to: pending.previous, reason: "update \(pending.update) was launched but the app never confirmed a good launch (confirmLaunch)",
                          rejectingUpdate: true)
         }
+        // A native release of another runtime version starts from its embedded bundle: the
+        // working update was built for the one before (Capgo's resetWhenUpdate).
+        if let working = try directory.target(of: AppDirectory.working),
+           let built = try? directory.manifest(of: working).runtimeVersion, built != target.runtimeVersion {
+            try rollBack(to: nil, reason: "the app's runtime version changed from \(built) to \(target.runtimeVersion), so the embedded bundle is used",
+                         runtimeChange: (built, target.runtimeVersion))
+        }
         if try directory.target(of: AppDirectory.holding) != nil, launchBehavior != .none {
             try install()
         }
@@ -575,9 +582,11 @@ public final class DeployClient {
         }
     }
 
-    /// Points working back at `previous` (`nil`: the embedded bundle) and records why.
+    /// Points working back at `previous` (`nil`: the embedded bundle) and records why, with
+    /// the runtime versions when a change of the app's is the reason.
     /// A bundle on disk that is not this runtime's, or is missing, is never restored.
-    private func rollBack(to previous: String?, reason: String, rejectingUpdate: Bool = false) throws {
+    private func rollBack(to previous: String?, reason: String, rejectingUpdate: Bool = false,
+                          runtimeChange: (from: String, to: String)? = nil) throws {
         let from = try directory.target(of: AppDirectory.working)
         var reason = reason
         var previous = previous
@@ -587,7 +596,12 @@ public final class DeployClient {
         }
         // The log first: a log that cannot take the event leaves the directory as it was, and
         // one that took it has the rest done here or, after a crash, by the next `recover()`.
-        try record(.rolledBack, ["from": StateValue(from), "to": StateValue(previous), "reason": .string(reason), "rejectsUpdate": .bool(rejectingUpdate)])
+        var fields: StateObject = ["from": StateValue(from), "to": StateValue(previous), "reason": .string(reason), "rejectsUpdate": .bool(rejectingUpdate)]
+        if let runtimeChange {
+            fields["fromRuntimeVersion"] = .string(runtimeChange.from)
+            fields["toRuntimeVersion"] = .string(runtimeChange.to)
+        }
+        try record(.rolledBack, fields)
         try finishRollBack(to: previous)
     }
 

@@ -121,6 +121,40 @@ struct DeployClientTests {
         #expect(harness.workingFile() == nil)
     }
 
+    /// A native release of another runtime version launches its embedded bundle: the update
+    /// working for the old one is let go (the update's files stay), recorded with both
+    /// versions; an update for the new version is then taken as usual.
+    @Test func aNewRuntimeVersionStartsFromTheEmbeddedBundle() throws {
+        let harness = try DeployHarness()
+        try harness.publish(["index.html": "for one"], id: "u1", runtime: "1.0")
+        try {
+            let old = try harness.client(runtime: "1.0")
+            try old.deliver()
+            try old.confirmLaunch()
+        }()
+        #expect(harness.workingFile() == "for one")
+        let before = try harness.store.lastSeq()
+        try harness.client(runtime: "2.0").deliver()
+        #expect(try harness.transitions(after: before) == ["rolledBack", "checkStarted", "checkFailed"])
+        let reset = try #require(try harness.store.record(before + 1))
+        #expect(reset.event.payload["fromRuntimeVersion"] == "1.0" && reset.event.payload["toRuntimeVersion"] == "2.0")
+        #expect(reset.event.payload["reason"] == "the app's runtime version changed from 1.0 to 2.0, so the embedded bundle is used")
+        #expect(try harness.workingFile() == nil && harness.deploy("workingUpdate") == nil)
+        #expect(FileManager.default.fileExists(atPath: harness.appDirectory + "/updates/u1/index.html"))
+        try harness.publish(["index.html": "for two"], id: "u2", runtime: "2.0")
+        try harness.client(runtime: "2.0").deliver()
+        #expect(harness.workingFile() == "for two")
+        // Launched again on the same version, nothing is reset.
+        let settled = try harness.store.lastSeq()
+        try {
+            let same = try harness.client(runtime: "2.0")
+            try same.confirmLaunch()
+            try same.deliver()
+        }()
+        #expect(try !harness.transitions(after: settled).contains("rolledBack"))
+        #expect(try harness.expectReplayAgrees().divergence == nil)
+    }
+
     /// Expo Updates v1: the client "MUST load the most recent update": an update created
     /// before the working one is not taken, and says so.
     @Test func anUpdateOlderThanTheWorkingOneIsNotTaken() throws {
