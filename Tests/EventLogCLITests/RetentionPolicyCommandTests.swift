@@ -75,18 +75,21 @@ import Testing
         #expect(try info()["retention"] == "keep-last=5" && info()["events"] == 20)
     }
 
-    /// SIGKILL at random moments of a writer appending under a policy (an import of 400 events
-    /// in commits of 20 onto a log of 300 under keep-last=100, so that steps run after every few
-    /// commits), at least 100 times within three minutes (the first round is not killed: it learns how long a run takes): afterwards `verify` passes, the events
-    /// acknowledged before (the 300) and, when the import finished, its 400 are there as far as
-    /// the policy keeps them, and the log holds at least the newest 100.
+    /// SIGKILL at random moments of a writer appending under a policy (an import of 200 events
+    /// in commits of 20 onto a log of 300 under keep-last=100, so that a step runs at its first
+    /// commit and after every fifth), at least 100 times within five minutes (the first round
+    /// is not killed: it learns how long a run takes; alone the loop's 160 rounds take about
+    /// 17 s, and the bound is for a machine loaded by the suite's other kill loops, where one
+    /// run of the whole suite got 73 kills in three minutes with twice the events): afterwards `verify`
+    /// passes, the events acknowledged before (the 300) and, when the import finished, its 200
+    /// are there as far as the policy keeps them, and the log holds at least the newest 100.
     @Test func killedWhileAppendingUnderAPolicyNothingAcknowledgedIsLost() throws {
         importTicks(300, start: 0)
         #expect(eventlog(["compact", "--policy", "keep-last=100", "--db", db]).code == 0)
         let input = dir.file("more.ndjson")
-        try counterEvents(key: "counter", count: 400, start: 300).write(toFile: input, atomically: true, encoding: .utf8)
+        try counterEvents(key: "counter", count: 200, start: 300).write(toFile: input, atomically: true, encoding: .utf8)
         var outcomes = (killed: 0, finished: 0)
-        let deadline = Date().addingTimeInterval(180)
+        let deadline = Date().addingTimeInterval(300)
         try killAtRandomMoments(rounds: 0...160, within: 0.9, until: deadline) { round, runAndKill in
             let copy = dir.file("kill-\(round).lmdb")
             try FileManager.default.copyItem(atPath: db, toPath: copy)
@@ -99,7 +102,7 @@ import Testing
             #expect(verified.code == 0, "round \(round): \(verified.out)\(verified.err)")
             let now = try info(copy)
             let (last, events) = (now["lastSeq"]?.intValue ?? 0, now["events"]?.intValue ?? 0)
-            #expect(finished ? last == 700 : last >= 300 && last <= 700, "round \(round): \(now)")
+            #expect(finished ? last == 500 : last >= 300 && last <= 500, "round \(round): \(now)")
             #expect(events >= 100 && (finished ? events <= 200 : true), "round \(round): \(now)")
             // Event N wrote counter N - 1: the newest state is the newest acknowledged event's.
             #expect(eventlog(["snapshot", "\(last)", "--path", "counter", "--db", copy]).out == "\(last - 1)\n", "round \(round)")
