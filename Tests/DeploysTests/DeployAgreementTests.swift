@@ -12,11 +12,7 @@ struct DeployAgreementTests {
     static func launchedUnconfirmed() throws -> DeployHarness {
         let harness = try DeployHarness()
         try harness.publish(["index.html": "one"], id: "u1")
-        try {
-            let client = try harness.client()
-            try client.deliver()
-            try client.confirmLaunch()
-        }()
+        try harness.launchAndConfirm()
         try harness.publish(["index.html": "two"], id: "u2")
         try harness.client().deliver()
         #expect(harness.workingFile() == "two")
@@ -134,11 +130,7 @@ struct DeployAgreementTests {
     @Test func aBundleOfAnotherRuntimeIsNeverRestoredOrInstalled() throws {
         let harness = try DeployHarness()
         try harness.publish(["index.html": "one"], id: "u1", runtime: "1.0")
-        try {
-            let client = try harness.client(runtime: "1.0")
-            try client.deliver()
-            try client.confirmLaunch()
-        }()
+        try harness.launchAndConfirm(runtime: "1.0")
         try harness.publish(["index.html": "two"], id: "u2", runtime: "2.0")
         try harness.client(runtime: "2.0").deliver()
         #expect(harness.workingFile() == "two")

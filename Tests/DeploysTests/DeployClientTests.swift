@@ -127,11 +127,7 @@ struct DeployClientTests {
     @Test func aNewRuntimeVersionStartsFromTheEmbeddedBundle() throws {
         let harness = try DeployHarness()
         try harness.publish(["index.html": "for one"], id: "u1", runtime: "1.0")
-        try {
-            let old = try harness.client(runtime: "1.0")
-            try old.deliver()
-            try old.confirmLaunch()
-        }()
+        try harness.launchAndConfirm(runtime: "1.0")
         #expect(harness.workingFile() == "for one")
         let before = try harness.store.lastSeq()
         try harness.client(runtime: "2.0").deliver()

@@ -54,6 +54,14 @@ final class DeployHarness {
         return client
     }
 
+    /// A launch of the app on `runtime` that the app confirms, by a client let go at once (one
+    /// client holds the app directory at a time).
+    func launchAndConfirm(runtime: String = "1.0") throws {
+        let client = try client(runtime: runtime)
+        try client.deliver()
+        try client.confirmLaunch()
+    }
+
     /// The types of the events after `seq`.
     func transitions(after seq: UInt64) throws -> [String] {
         var types: [String] = []

@@ -156,7 +156,8 @@ public enum ExitCode: Int32, Sendable {
 public struct ParsedArguments: Sendable {
     /// The positional arguments, in order.
     public internal(set) var positionals: [String] = []
-    var values: [String: String] = [:]
+    /// The values of each option given, in order: one, unless it is repeatable.
+    var values: [String: [String]] = [:]
     var flags: Set<String> = []
     /// The options the command declares (`nil`: any, for arguments made by hand).
     var declared: Set<String>?
@@ -169,10 +170,9 @@ public struct ParsedArguments: Sendable {
     public func flag(_ name: String) -> Bool { checkDeclared(name); return flags.contains(name) }
     /// The value of `--name VALUE`, or `nil` when the option was not given. Asking for an
     /// option the command does not declare traps, as ``flag(_:)`` does.
-    public func value(_ name: String) -> String? { checkDeclared(name); return values[name] }
+    public func value(_ name: String) -> String? { checkDeclared(name); return values[name]?.last }
     /// Every value of a repeatable option, in the order given; empty when it was not given.
-    public func everyValue(_ name: String) -> [String] { checkDeclared(name); return repeatedValues[name] ?? [] }
-    var repeatedValues: [String: [String]] = [:]
+    public func everyValue(_ name: String) -> [String] { checkDeclared(name); return values[name] ?? [] }
 
     private func checkDeclared(_ name: String) {
         precondition(declared?.contains(name) ?? true, "the command reads --\(name), which it does not declare")
@@ -182,7 +182,7 @@ public struct ParsedArguments: Sendable {
     /// - Throws: a usage ``CLIError`` when the value is not a whole number.
     public func seq(_ name: String) throws(CLIError) -> UInt64? {
         checkDeclared(name)
-        return try values[name].map { (text) throws(CLIError) in try Self.seq(text, what: "--\(name)") }
+        return try values[name]?.last.map { (text) throws(CLIError) in try Self.seq(text, what: "--\(name)") }
     }
 
     /// The positional at `index` as a sequence number.
@@ -202,7 +202,7 @@ public struct ParsedArguments: Sendable {
     /// - Throws: a usage ``CLIError`` when the value is not a whole number above 0.
     public func count(_ name: String) throws(CLIError) -> Int? {
         checkDeclared(name)
-        guard let text = values[name] else { return nil }
+        guard let text = values[name]?.last else { return nil }
         guard let value = Int(text), value > 0 else { throw CLIError.usage("--\(name) must be a positive whole number, not \"\(text)\"") }
         return value
     }
@@ -212,7 +212,7 @@ public struct ParsedArguments: Sendable {
     /// - Throws: a usage ``CLIError`` for any other value.
     public func seconds(_ name: String) throws(CLIError) -> Double? {
         checkDeclared(name)
-        guard let text = values[name] else { return nil }
+        guard let text = values[name]?.last else { return nil }
         guard let seconds = Double(text), seconds > 0, seconds <= 3_600 else {
             throw CLIError.usage("--\(name) must be a number of seconds above 0 and at most 3600, not \"\(text)\"")
         }

@@ -99,20 +99,18 @@ struct Parser {
                 guard inlineValue == nil else { throw CLIError.usage("--\(name) takes no value") }
                 parsed.flags.insert(name)
             } else if let inlineValue {
-                parsed.values[name] = inlineValue
-                if option.repeatable { parsed.repeatedValues[name, default: []].append(inlineValue) }
+                parsed.values[name, default: []].append(inlineValue)
             } else {
                 // The next word is the value, unless it is another option (`--from --db x`); a
                 // value that starts with "--" can still be given as `--name=--value`.
                 guard index < arguments.count, !arguments[index].hasPrefix("--") else {
                     throw CLIError.usage("--\(name) needs a value (\(option.value!))")
                 }
-                parsed.values[name] = arguments[index]
-                if option.repeatable { parsed.repeatedValues[name, default: []].append(arguments[index]) }
+                parsed.values[name, default: []].append(arguments[index])
                 index += 1
             }
         }
-        if parsed.values["db"] == "" { throw CLIError.usage("--db needs a directory, not an empty path") }
+        if parsed.values["db"] == [""] { throw CLIError.usage("--db needs a directory, not an empty path") }
         let required = spec.arguments.filter { !$0.isOptional }.count
         if parsed.positionals.count < required {
             throw CLIError.usage("missing \(spec.arguments[parsed.positionals.count].name)")
