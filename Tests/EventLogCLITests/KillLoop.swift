@@ -33,3 +33,11 @@ func killAtRandomMoments(rounds: some Sequence<Int>, within fraction: Double = 1
         try body(round, runAndKill)
     }
 }
+
+/// How many rounds a kill loop of `count` runs: `count` in a plain build, a quarter of it (at
+/// least 5) under a sanitizer (tools/sanitize.sh sets `EVENTLOG_TEST_SANITIZER`), where every
+/// child runs several times slower and the run looks for races and memory errors, which a few
+/// rounds show as well as many; the plain run is the one that counts kills.
+func killRounds(_ count: Int) -> Int {
+    ProcessInfo.processInfo.environment["EVENTLOG_TEST_SANITIZER"] == nil ? count : max(5, count / 4)
+}
