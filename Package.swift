@@ -119,7 +119,7 @@ let package = Package(
         .testTarget(name: "FleetTests", dependencies: ["Fleet", "CNATS", "EventLog", "EventLogTesting", "LoopbackServer"]),
         .testTarget(name: "DeploysTests", dependencies: ["Deploys", "HTTPFetch", "EventLog", "EventLogTesting", "LoopbackServer"]),
         .testTarget(name: "DemoMessengerTests", dependencies: ["DemoMessenger", "Effects", "EventLog", "EventLogTesting"]),
-        .testTarget(name: "EventLogCLITests", dependencies: ["EventLogCLI", "DemoCLI", "DemoMessenger", "Effects", "EventLog", "EventLogTesting", "LoopbackServer"],
+        .testTarget(name: "EventLogCLITests", dependencies: ["EventLogCLI", "DemoCLI", "DemoMessenger", "Deploys", "Effects", "EventLog", "EventLogTesting", "LoopbackServer"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "EventLogBenchmarksTests", dependencies: ["EventLogBenchmarks"]),
         .testTarget(name: "EventLogTestingTests", dependencies: ["EventLogTesting", "EventLog", "Effects", "Objects", "UpdatePrompts", "DemoMessenger", "EventLogCLI", "DemoCLI"],

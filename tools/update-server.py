@@ -9,11 +9,20 @@ Layout of --dir (read again on every request):
     assets/<KEY>.type     one line: the asset's content type
     updates/<RUNTIME>/<UPDATE_ID>.json   a manifest; each asset "url" is a path "/assets/KEY"
     updates/<RUNTIME>/current            one line: UPDATE_ID, or the word rollBackToEmbedded
+    updates/<RUNTIME>/rollout            optional; {"update": UPDATE_ID, "percent": 0 to 100}
+    updates/<RUNTIME>/channels/<NAME>/current, .../rollout
+                                         the same for channel NAME (a request's expo-channel-name);
+                                         without the header, the two files above are the channel
     project-token         optional; if present, requests need "Authorization: Bearer <token>"
     server-defined-headers   optional; one line, sent as expo-server-defined-headers (an SFV dictionary)
     manifest-filters         optional; one line, sent as expo-manifest-filters (an SFV dictionary)
     code-signing.json        optional; {"keyId": ID, "privateKey": ABSOLUTE_PATH}, as `eventlog deploy
                              publish --sign-with KEY.pem [--key-id ID]` writes it: the key that signs
+
+Rollouts: a request whose eas-client-id (the install's id) and the rollout's update id hash to a
+bucket below the percent gets the rollout's update instead of current: the bucket is the first 8
+bytes of SHA-256("INSTALL_ID:UPDATE_ID"), big-endian, modulo 100 (as the Swift `Rollout.bucket`).
+A request without eas-client-id is never in a rollout.
 
 Code signing (Expo's rsa-v1_5-sha256): when a manifest request carries expo-expect-signature and a
 key is configured (--signing-key KEY.pem [--key-id ID] on the command line, which overrides
@@ -33,6 +42,7 @@ import argparse
 import base64
 import datetime
 import errno
+import hashlib
 import hmac
 import json
 import os
@@ -50,6 +60,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 # the file that holds the asset's content type, not an asset).
 ASSET_KEY = re.compile(r"[A-Za-z0-9_-]{43}(\.(?!type$)[a-z0-9]{1,8})?")
 UPDATE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")
+CHANNEL = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
 CONTENT_TYPE = re.compile(r"[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+(\s*;\s*[A-Za-z0-9!#$&^_.+-]+=(\"[^\"\r\n]*\"|[A-Za-z0-9!#$&^_.+-]+))*")
 HOST = re.compile(r"[A-Za-z0-9.-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
 PLATFORMS = ("ios", "android")
@@ -82,6 +93,29 @@ def read_line(path):
         data = f.read(4097)
     text = data.decode("utf-8", "replace").strip()
     return text.splitlines()[0].strip() if text else ""
+
+
+def read_rollout(path):
+    """A channel's rollout file as (update id, percent), or None when there is none."""
+    text = read_line(path)
+    if not text:
+        return None
+    try:
+        rollout = json.loads(text)
+    except ValueError:
+        raise Reply(500, "%s is not JSON" % os.path.basename(path))
+    update, percent = (rollout.get("update"), rollout.get("percent")) if isinstance(rollout, dict) else (None, None)
+    if not isinstance(update, str) or not UPDATE_ID.fullmatch(update) or type(percent) is not int or not 0 <= percent <= 100:
+        raise Reply(500, 'the rollout file is not {"update": ID, "percent": 0 to 100}')
+    return update, percent
+
+
+def in_rollout(install_id, update, percent):
+    """Whether the install is offered the rollout's update: never without an id."""
+    if not install_id:
+        return False
+    digest = hashlib.sha256(("%s:%s" % (install_id, update)).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % 100 < percent
 
 
 def parse_accept(value):
@@ -269,10 +303,19 @@ class Handler(BaseHTTPRequestHandler):
         folder = os.path.join(updates, runtime)
         if not os.path.isdir(folder) or os.path.islink(folder):
             raise Reply(404, "no updates for runtime version %s" % runtime)
-        current_path = os.path.join(folder, "current")
+        channel = (h.get("expo-channel-name") or "").strip()
+        if channel and not CHANNEL.fullmatch(channel):
+            raise Reply(400, "invalid expo-channel-name")
+        channel_folder = os.path.join(folder, "channels", channel) if channel else folder
+        if channel and (not os.path.isdir(channel_folder) or os.path.islink(channel_folder)):
+            raise Reply(404, "no channel %s for runtime version %s" % (channel, runtime))
+        current_path = os.path.join(channel_folder, "current")
         current = read_line(current_path)
         if not current:
-            raise Reply(404, "no current update for runtime version %s" % runtime)
+            raise Reply(404, "no current update for runtime version %s%s" % (runtime, " on channel " + channel if channel else ""))
+        rollout = read_rollout(os.path.join(channel_folder, "rollout"))
+        if rollout and in_rollout((h.get("eas-client-id") or "").strip(), *rollout):
+            current = rollout[0]
         current_update_id = (h.get("expo-current-update-id") or "").strip().lower()
         embedded_update_id = (h.get("expo-embedded-update-id") or "").strip().lower()
 

@@ -11,6 +11,7 @@ import Foundation
 ///     APP_DIR/working -> updates/ID what the web view loads (absent: the embedded bundle)
 ///     APP_DIR/pending               {"update": ID, "previous": ID or null, "launched": BOOL} while
 ///                                   a new install awaits the app's confirmation of a good launch
+///     APP_DIR/install-id            the install's id (a UUID made once), sent as eas-client-id
 ///
 /// `holding` and `working` are symbolic links replaced with `rename(2)`; `pending` is written
 /// to a temporary file and renamed. Every temporary name is new to the call that makes it
@@ -127,6 +128,25 @@ public struct AppDirectory: Sendable {
             throw .filesystem("\(path)/pending is not a pending install")
         }
         return PendingInstall(update: update, previous: previous.stringValue, launched: launched)
+    }
+
+    /// The install's id (`APP_DIR/install-id`, a lowercase UUID), made on the first call and
+    /// kept: a server places the install in a rollout by it.
+    /// - Throws: `DeployError.filesystem` when `install-id` is not one this client wrote
+    ///   (it is never replaced: a new id would move the install to other rollouts), or cannot
+    ///   be read or written.
+    public func installID() throws(DeployError) -> String {
+        let file = path + "/install-id"
+        if let data = try Files.readSmall(file, limit: 4_096) {
+            let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard let id = UUID(uuidString: text), id.uuidString.lowercased() == text else {
+                throw .filesystem("\(file) is not an install id (a lowercase UUID): remove it, and a new one is made")
+            }
+            return text
+        }
+        let id = UUID().uuidString.lowercased()
+        try Files.writeAtomically(Data((id + "\n").utf8), to: file)
+        return id
     }
 
     func setPending(_ pending: PendingInstall?) throws(DeployError) {

@@ -118,16 +118,19 @@ public final class DeployClient {
     @discardableResult
     public func check() throws -> UpdateManifest? {
         try recover()
-        try record(.checkStarted, ["source": .string(source.description), "runtimeVersion": .string(target.runtimeVersion)])
+        var started: StateObject = ["source": .string(source.description), "runtimeVersion": .string(target.runtimeVersion)]
+        if let channel = target.channel { started["channel"] = .string(channel) }
+        try record(.checkStarted, started)
         let working = try directory.target(of: AppDirectory.working)
         // A working bundle of another runtime is not this app's current update: the server
         // would answer noUpdateAvailable for it.
         let current = working.flatMap { keptProblem($0) == nil ? $0 : nil }
         let serverDefinedHeaders = try storedHeaders("serverDefinedHeaders")
+        let installID = try directory.installID()
         let answer: ManifestAnswer
         let kept: KeptHeaders
         do {
-            (answer, kept) = try source.latest(for: target, current: current, serverDefinedHeaders: serverDefinedHeaders,
+            (answer, kept) = try source.latest(for: target, current: current, installID: installID, serverDefinedHeaders: serverDefinedHeaders,
                                                certificates: certificates, fetch: startFetching())
         } catch {
             // Nothing the unverified answer says is kept, not even its headers.

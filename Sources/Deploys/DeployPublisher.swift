@@ -9,9 +9,12 @@ import Foundation
 ///     SERVER_DIR/assets/NAME.type      its content type
 ///     SERVER_DIR/updates/RUNTIME/ID.json   the manifest (asset URLs are /assets/NAME)
 ///     SERVER_DIR/updates/RUNTIME/current   the id served to that runtime version
+///     SERVER_DIR/updates/RUNTIME/rollout   an update offered to a share of the installs
+///     SERVER_DIR/updates/RUNTIME/channels/NAME/{current,rollout}   the same, of channel NAME
 ///
-/// Assets are content-addressed, so publishing again only adds what changed; `current` is
-/// replaced last and atomically, so a client never sees a manifest whose assets are missing.
+/// (`Channel` says how a request picks among them.) Assets are content-addressed, so
+/// publishing again only adds what changed; `current` (or `rollout`) is replaced last and
+/// atomically, so a client never sees a manifest whose assets are missing.
 public struct DeployPublisher: Sendable {
     /// The root of the layout above; created on the first publish.
     public var serverDirectory: String
@@ -53,6 +56,9 @@ public struct DeployPublisher: Sendable {
     ///   - launchAsset: The key of the page the web view loads.
     ///   - id: The update's id, new to the server directory (under any runtime version): a published update never changes.
     ///   - createdAt: The manifest's `createdAt`.
+    ///   - channel: The channel it is published on (`nil`: the default one).
+    ///   - rolloutPercent: When set below 100, the update does not become the channel's
+    ///     `current`: it is rolled out to this share of the installs, as `rollout` then changes.
     /// - Throws: `DeployError.usage` for a bundle that is not a directory, lacks its launch
     ///   asset, or holds a symbolic link, another non-regular file or a path that cannot be an
     ///   asset key; for a bad runtime version (see `DeployTarget`); for an id that
@@ -62,10 +68,15 @@ public struct DeployPublisher: Sendable {
     ///   file) is taken by other bytes; `.filesystem` when a file or directory cannot be read
     ///   or written; `.cancelled` when `isCancelled` said so. `.usage`, before anything is
     ///   written, for a `signing` key that is no unencrypted PEM RSA private key or a key id
-    ///   `TrustedCertificates.isValidKeyID` refuses.
+    ///   `TrustedCertificates.isValidKeyID` refuses; for a bad channel name; on a channel with
+    ///   another update's rollout under way (see `rollout`); for a rollout percent outside 0 to
+    ///   100, or on a channel without a `current` update to roll out from.
     public func publish(bundle: String, runtimeVersion: String, launchAsset: String = "index.html",
-                        id: String = UUID().uuidString.lowercased(), createdAt: Timestamp = .now()) throws(DeployError) -> UpdateManifest {
+                        id: String = UUID().uuidString.lowercased(), createdAt: Timestamp = .now(),
+                        channel channelName: String? = nil, rolloutPercent: Int? = nil) throws(DeployError) -> UpdateManifest {
         _ = try DeployTarget(runtimeVersion: runtimeVersion)
+        let channel = try Channel(channelName, runtimeVersion: runtimeVersion, serverDirectory: serverDirectory)
+        if let rolloutPercent { try Self.checkPercent(rolloutPercent) }
         guard AppDirectory.isSafeUpdateID(id), id != "rollBackToEmbedded" else {
             throw .usage("the update id must be 1 to 128 letters, digits, '-', '_' or '.', not first, and not the word rollBackToEmbedded: \"\(id)\"")
         }
@@ -78,13 +89,17 @@ public struct DeployPublisher: Sendable {
         let files = try Self.files(in: bundle)
         guard files.contains(launchAsset) else { throw .usage("\(bundle) has no \(launchAsset) (the launch asset)") }
         let runtime = serverDirectory + "/updates/" + runtimeVersion
+        // The file whose change makes the update visible, written last; a rollout to 100% is
+        // a publish without one.
+        let rollingOut = rolloutPercent.flatMap { $0 < 100 ? Rollout(update: id, percent: $0) : nil }
+        let visible = rollingOut.map { (file: channel.rolloutPath, data: $0.json) } ?? (file: channel.currentPath, data: Data((id + "\n").utf8))
         let created = CreatedPaths()
         var lock: PublishLock?
         do throws(DeployError) {
             lock = try PublishLock(serverDirectory: serverDirectory, created: created, isCancelled: isCancelled)
             // Under the lock no other publish is under way: a temporary of ours is a killed one's.
             // It stays: a publish removes only what it created itself.
-            let left = Self.leftovers(in: serverDirectory + "/assets", runtime: runtime)
+            let left = Self.leftovers(in: serverDirectory + "/assets", runtime: runtime, channel: channel)
             if !left.isEmpty { leftovers(left) }
             if let server = canonicalPath(serverDirectory), let root = canonicalPath(bundle), server == root || server.hasPrefix(root + "/") {
                 throw .usage("\(serverDirectory) is inside the bundle \(bundle): its files would be published")
@@ -95,7 +110,9 @@ public struct DeployPublisher: Sendable {
             if let published = try Self.runtimeVersion(publishing: id, in: serverDirectory + "/updates") {
                 throw .usage("update \(id) is already published for runtime version \(published); publish under a new id")
             }
-            for directory in [serverDirectory + "/assets", serverDirectory + "/updates", runtime] {
+            try Self.checkMayPublish(id, on: channel, rollingOut: rollingOut != nil)
+            for directory in [serverDirectory + "/assets", serverDirectory + "/updates", runtime]
+                + (channelName == nil ? [] : [runtime + "/channels", channel.path]) {
                 try created.makeDirectoryIfMissing(directory)
             }
             var assets: [UpdateManifest.Asset] = []
@@ -115,13 +132,13 @@ public struct DeployPublisher: Sendable {
             try Files.writeAtomically(Data(manifest.json.json(pretty: true).utf8), to: runtime + "/" + id + ".json", created: created)
             // A server setting, not the update's: kept even if what follows fails.
             if let signingConfiguration { try Files.writeAtomically(signingConfiguration, to: serverDirectory + "/" + Self.signingFile) }
-            try Files.writeAtomically(Data((id + "\n").utf8), to: runtime + "/current")
+            try Files.writeAtomically(visible.data, to: visible.file)
             lock?.release()
             return manifest
         } catch {
-            // Once `current` names the update, clients may fetch it: nothing is taken back (the
-            // error says what failed after, such as flushing the directory).
-            if (try? Files.readSmall(runtime + "/current")) != Data((id + "\n").utf8) {
+            // Once `current` (or `rollout`) names the update, clients may fetch it: nothing is
+            // taken back (the error says what failed after, such as flushing the directory).
+            if (try? Files.readSmall(visible.file)) != visible.data {
                 // Still under the lock: no other publish has seen what is taken back.
                 created.removeAll()
             }
@@ -130,12 +147,64 @@ public struct DeployPublisher: Sendable {
         }
     }
 
+    /// Offers update `id`, published for `runtimeVersion`, to `percent` of the installs of
+    /// `channel`: raising the percent keeps the installs that had it, lowering or 0 (a
+    /// revert) stops offering it to those above it (installs that took it keep it until a
+    /// newer update comes), and 100 makes it the channel's `current`. Returns the rollout it
+    /// replaced, if any. Takes turns with publishes into the directory.
+    /// - Throws: `DeployError.usage` for a percent outside 0 to 100, a bad channel name, an
+    ///   update not published for `runtimeVersion`, one already the channel's `current` (no
+    ///   rollout of it under way), a channel with no `current` to roll out from, or another
+    ///   update's rollout under way (between 1 and 99 percent: finish or revert it first);
+    ///   `.badManifest` for a rollout file that does not read; `.filesystem` when a file
+    ///   cannot be read or written; `.cancelled` when `isCancelled` said so while waiting.
+    @discardableResult
+    public func rollout(_ id: String, runtimeVersion: String, channel channelName: String? = nil, percent: Int) throws(DeployError) -> Rollout? {
+        _ = try DeployTarget(runtimeVersion: runtimeVersion)
+        try Self.checkPercent(percent)
+        let channel = try Channel(channelName, runtimeVersion: runtimeVersion, serverDirectory: serverDirectory)
+        guard AppDirectory.isSafeUpdateID(id), FileManager.default.fileExists(atPath: serverDirectory + "/updates/" + runtimeVersion + "/" + id + ".json") else {
+            throw .usage("no update \(id) is published for runtime version \(runtimeVersion) in \(serverDirectory)")
+        }
+        let lock = try PublishLock(serverDirectory: serverDirectory, created: CreatedPaths(), isCancelled: isCancelled)
+        defer { lock.release() }
+        let previous = try channel.rollout()
+        if previous?.update != id { try Self.checkMayPublish(id, on: channel, rollingOut: true) }
+        // Current first: while the rollout file still says less than 100, its installs take the
+        // update anyway, and every other install now does too.
+        if percent == 100 { try Files.writeAtomically(Data((id + "\n").utf8), to: channel.currentPath) }
+        try Files.writeAtomically(Rollout(update: id, percent: percent).json, to: channel.rolloutPath)
+        return previous
+    }
+
+    private static func checkPercent(_ percent: Int) throws(DeployError) {
+        guard (0...100).contains(percent) else { throw .usage("a rollout's percent is 0 to 100, not \(percent)") }
+    }
+
+    /// Making `id` current on `channel`, or starting its rollout (`rollingOut`), needs no other
+    /// update's rollout under way there (its installs would keep being offered the older
+    /// update); a rollout needs a `current` other than `id` to roll out from.
+    private static func checkMayPublish(_ id: String, on channel: Channel, rollingOut: Bool) throws(DeployError) {
+        if rollingOut {
+            let current = try channel.current()
+            guard let current, current != "rollBackToEmbedded" else {
+                throw .usage("channel \(channel.displayName) has no current update to roll out from: publish one without --rollout first")
+            }
+            guard current != id else { throw .usage("update \(id) is already the current update of channel \(channel.displayName)") }
+        }
+        if let under = try channel.rollout(), under.update != id, (1...99).contains(under.percent) {
+            throw .usage("update \(under.update) is rolling out to \(under.percent)% of channel \(channel.displayName): "
+                         + "finish it (--percent 100) or revert it (--percent 0) first")
+        }
+    }
+
     /// The files a killed publish left, sorted: regular files (never links or directories)
     /// named as only the publisher names its temporaries, `assets/.incoming-UUID`,
-    /// `assets/NAME.type.next-UUID` and, for the runtime being published, `current.next-UUID`
-    /// and `ID.json.next-UUID` (a lowercase UUID, as `Files.uniqueSuffix` makes). Called under
-    /// the publish lock, so no publish under way owns one. Only read: they stay for a person.
-    static func leftovers(in assets: String, runtime: String) -> [String] {
+    /// `assets/NAME.type.next-UUID` and, for the runtime being published, `ID.json.next-UUID`,
+    /// and `current.next-UUID` and `rollout.next-UUID` of the channel (a lowercase UUID, as
+    /// `Files.uniqueSuffix` makes). Called under the publish lock, so no publish under way
+    /// owns one. Only read: they stay for a person.
+    static func leftovers(in assets: String, runtime: String, channel: Channel) -> [String] {
         func isUUID(_ text: Substring) -> Bool {
             let utf8 = Array(text.utf8)
             return utf8.count == 36 && utf8.enumerated().allSatisfy { index, byte in
@@ -151,9 +220,9 @@ public struct DeployPublisher: Sendable {
                 (name.hasPrefix(".incoming-") && isUUID(name.dropFirst(".incoming-".count)))
                     || isLeftover(name) { $0.hasSuffix(".type") && DeploySource.isAssetName(String($0.dropLast(".type".count))) }
             }),
-            (runtime, { name in
-                isLeftover(name) { $0 == "current" || ($0.hasSuffix(".json") && AppDirectory.isSafeUpdateID(String($0.dropLast(".json".count)))) }
-            }),
+            (runtime, { name in isLeftover(name) { $0.hasSuffix(".json") && AppDirectory.isSafeUpdateID(String($0.dropLast(".json".count))) } }),
+            // The runtime's own directory again for the default channel: the names differ.
+            (channel.path, { name in isLeftover(name) { $0 == "current" || $0 == "rollout" } }),
         ]
         var found: [String] = []
         for (directory, isOurs) in rules {

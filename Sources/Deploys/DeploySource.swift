@@ -9,14 +9,16 @@ public struct DeployTarget: Sendable, Hashable {
     public var platform: String
     /// Sent as `Authorization: Bearer TOKEN` when set.
     public var projectToken: String?
+    /// The channel asked for (`expo-channel-name`); `nil` for the server's default channel.
+    public var channel: String?
 
     /// A target, checked so that each value can travel as an HTTP header and the runtime
     /// version can name a directory.
     /// - Throws: `DeployError.usage` for a runtime version that is not 1 to 255 printable
     ///   ASCII characters without spaces, `/` or `\` (or is `.` or `..`), a platform other
-    ///   than `ios` or `android`, or a project token that is empty or not printable ASCII
-    ///   without spaces.
-    public init(runtimeVersion: String, platform: String = "ios", projectToken: String? = nil) throws(DeployError) {
+    ///   than `ios` or `android`, a project token that is empty or not printable ASCII
+    ///   without spaces, or a channel `Channel.problem(with:)` refuses.
+    public init(runtimeVersion: String, platform: String = "ios", projectToken: String? = nil, channel: String? = nil) throws(DeployError) {
         // Printable ASCII: it travels as an HTTP header and names a directory.
         guard !runtimeVersion.isEmpty, runtimeVersion.utf8.count <= 255,
               runtimeVersion.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) && $0 != "/" && $0 != "\\" }),
@@ -27,9 +29,11 @@ public struct DeployTarget: Sendable, Hashable {
         if let projectToken, projectToken.isEmpty || !projectToken.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) }) {
             throw .usage("the project token must be printable ASCII without spaces")
         }
+        if let channel, let problem = Channel.problem(with: channel) { throw .usage(problem) }
         self.runtimeVersion = runtimeVersion
         self.platform = platform
         self.projectToken = projectToken
+        self.channel = channel
     }
 }
 
@@ -61,12 +65,13 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
     /// The largest manifest answer read.
     static let maxManifestBytes = 4 << 20
 
-    /// Asks for the newest update for `target`, saying which update the app runs now and
+    /// Asks for the newest update for `target`, saying which update the app runs now, which
+    /// install asks (`installID`, as `eas-client-id`: what places it in a rollout) and
     /// sending the headers an earlier response defined (the protocol's own take precedence);
     /// returns the answer and what its headers ask the client to keep. With `certificates`,
     /// it sends `expo-expect-signature` and throws `DeployError.signature` for a manifest or
     /// directive they do not vouch for (a directory's are never signed).
-    func latest(for target: DeployTarget, current: String?, serverDefinedHeaders: [String: String] = [:],
+    func latest(for target: DeployTarget, current: String?, installID: String? = nil, serverDefinedHeaders: [String: String] = [:],
                 certificates: TrustedCertificates = TrustedCertificates(), fetch: HTTPFetch) throws(DeployError) -> (ManifestAnswer, KeptHeaders) {
         switch self {
         case .server(let url):
@@ -74,6 +79,8 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
                            "accept": "multipart/mixed, application/expo+json, application/json"]
             if let current { headers["expo-current-update-id"] = current }
             if let token = target.projectToken { headers["authorization"] = "Bearer \(token)" }
+            if let channel = target.channel { headers["expo-channel-name"] = channel }
+            if let installID { headers["eas-client-id"] = installID }
             if let expectation = certificates.expectSignatureHeader { headers["expo-expect-signature"] = expectation }
             headers.merge(serverDefinedHeaders.map { ($0.key.lowercased(), $0.value) }) { protocolsOwn, _ in protocolsOwn }
             let response: HTTPFetch.Response
@@ -88,15 +95,16 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
                                 manifestFilters: response.headers["expo-manifest-filters"]))
         case .directory(let root):
             let runtime = root + "/updates/" + target.runtimeVersion
-            guard let current = try Files.readSmall(runtime + "/current", limit: 4_096) else {
-                throw .transport("\(root) has no update for runtime version \(target.runtimeVersion)")
+            let channel = try Channel(target.channel, runtimeVersion: target.runtimeVersion, serverDirectory: root)
+            guard let id = try channel.served(to: installID) else {
+                throw .transport("\(root) has no update for runtime version \(target.runtimeVersion)"
+                                 + (target.channel.map { " on channel \($0)" } ?? ""))
             }
-            let id = String(decoding: current, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             if !certificates.isEmpty, let problem = certificates.problem(with: nil, over: [], of: id == "rollBackToEmbedded" ? "directive" : "manifest") {
                 throw .signature(problem + " (a directory source is never signed)")
             }
             if id == "rollBackToEmbedded" { return (.rollBackToEmbedded(commitTime: nil), .none) }
-            guard AppDirectory.isSafeUpdateID(id) else { throw .badManifest("\(runtime)/current names no update: \"\(id)\"") }
+            guard AppDirectory.isSafeUpdateID(id) else { throw .badManifest("\(channel.currentPath) names no update: \"\(id)\"") }
             guard let data = try Files.readSmall(runtime + "/" + id + ".json", limit: Self.maxManifestBytes) else {
                 throw .transport("\(runtime)/\(id).json is missing")
             }

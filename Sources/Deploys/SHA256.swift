@@ -19,12 +19,17 @@ struct SHA256: ~Copyable {
         data.withUnsafeBytes { bytes in _ = EVP_DigestUpdate(context, bytes.baseAddress, bytes.count) }
     }
 
-    /// The digest as Expo Updates spells a hash: base64url (RFC 4648 §5) without padding.
-    consuming func finalizeBase64URL() -> String {
+    /// The digest's 32 bytes.
+    consuming func finalize() -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         EVP_DigestFinal_ex(context, &digest, &length)
-        return Data(digest[..<Int(length)]).base64EncodedString()
+        return Array(digest[..<Int(length)])
+    }
+
+    /// The digest as Expo Updates spells a hash: base64url (RFC 4648 §5) without padding.
+    consuming func finalizeBase64URL() -> String {
+        Data(finalize()).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }

@@ -45,6 +45,7 @@ enum DeployCommands {
             lifecycle("status", "The deploy state and the app directory's links (finishing a change a crash cut short).",
                       needsServer: false, createsAppDirectory: false, showsStatus: true) { client in try client.recover(); return nil },
             publish,
+            rollout,
         ]
     )
 
@@ -54,6 +55,7 @@ enum DeployCommands {
         .init(name: "app-dir", value: "DIR", help: "The app install's directory (default ./app)."),
         .init(name: "runtime-version", value: "V", help: "The native app's runtime version: only updates for it are offered."),
         .init(name: "platform", value: "P", help: "ios (default) or android."),
+        channelOption("Ask for the updates of this channel (sent as expo-channel-name; default the server's default channel)."),
         .init(name: "project-token", value: "TOKEN", help: "Sent as Authorization: Bearer TOKEN."),
         .init(name: "timeout", value: "SECONDS", help: "How long the server may stay silent (default 30)."),
         .init(name: "deadline", value: "SECONDS", help: "How long a manifest request, or an update's whole download, may take (default 600)."),
@@ -121,14 +123,71 @@ enum DeployCommands {
             .init(name: "launch-asset", value: "PATH", help: "The page the web view loads (default index.html)."),
             .init(name: "sign-with", value: "KEY.pem", help: "From now on the server signs manifests with this PEM RSA private key (its path is recorded, the key is not copied)."),
             .init(name: "key-id", value: "ID", help: "The key id the signatures name (default main); with --sign-with."),
+            channelOption("The channel to publish on (default the default channel)."),
+            .init(name: "rollout", value: "PERCENT", help: "Do not make it current: offer it to PERCENT (0 to 100) of the channel's installs; change it with deploy rollout."),
         ]
     ) { arguments, context in
         try publish(arguments.positionals[0], arguments, context)
     }
 
+    static let rollout = CommandSpec(
+        name: "rollout",
+        summary: "Raise, lower or revert (0) the share of installs offered an update; 100 makes it the channel's current.",
+        discussion: """
+            An install is offered the update when a stable hash of its id (APP_DIR/install-id, sent as
+            eas-client-id) and the update's id falls under the percent: the same installs every time,
+            and raising the percent keeps them. Lowering it or reverting does not take the update back
+            from installs that have it; they keep it until a newer update comes. One rollout at a time
+            per channel: finish (100) or revert (0) one before starting another.
+            """,
+        arguments: [.init(name: "UPDATE_ID", help: "A published update of the runtime version.")],
+        options: [
+            .init(name: "server-dir", value: "SERVER_DIR", help: "The server directory the update is published in."),
+            .init(name: "runtime-version", value: "V", help: "The runtime version it is published for."),
+            channelOption("The channel (default the default channel)."),
+            .init(name: "percent", value: "N", help: "The share of the channel's installs, 0 to 100 (a trailing % is allowed)."),
+        ]
+    ) { arguments, context in
+        guard let serverDirectory = arguments.value("server-dir") else { throw CLIError.usage("deploy rollout needs --server-dir SERVER_DIR") }
+        guard let runtime = arguments.value("runtime-version") else { throw CLIError.usage("deploy rollout needs --runtime-version V") }
+        guard let percent = try percent(arguments, "percent") else { throw CLIError.usage("deploy rollout needs --percent N") }
+        let id = arguments.positionals[0]
+        let channel = arguments.value("channel")
+        let previous: Rollout?
+        do throws(DeployError) {
+            previous = try DeployPublisher(serverDirectory: serverDirectory).rollout(id, runtimeVersion: runtime, channel: channel, percent: percent)
+        } catch {
+            throw cliError(error)
+        }
+        let was = previous.flatMap { $0.update == id ? $0.percent : nil }
+        if context.json {
+            context.printJSON(["update": .string(id), "channel": StateValue(channel), "percent": .int(Int64(percent)),
+                               "previousPercent": was.map { .int(Int64($0)) } ?? .null])
+        } else {
+            context.console.line("update \(id) offered to \(percent)% of channel \(Render.escaped(channel ?? "default")) of runtime version \(Render.escaped(runtime))"
+                                 + (was.map { " (was \($0)%)" } ?? "") + (percent == 100 ? ": it is the channel's current update" : ""))
+        }
+        return .ok
+    }
+
+    static func channelOption(_ help: String) -> CommandSpec.Option {
+        CommandSpec.Option(name: "channel", value: "NAME", help: help)
+    }
+
+    /// Option `name` as a percent, 0 to 100 (`10` or `10%`), or `nil` when it was not given.
+    private static func percent(_ arguments: ParsedArguments, _ name: String) throws(CLIError) -> Int? {
+        guard let text = arguments.value(name) else { return nil }
+        let digits = text.hasSuffix("%") ? String(text.dropLast()) : text
+        guard digits.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }), let value = Int(digits), value <= 100 else {
+            throw CLIError.usage("--\(name) must be a whole percent, 0 to 100, not \"\(text)\"")
+        }
+        return value
+    }
+
     private static func publish(_ bundle: String, _ arguments: ParsedArguments, _ context: CommandContext) throws(CLIError) -> ExitCode {
         guard let serverDirectory = arguments.value("server-dir") else { throw CLIError.usage("deploy publish needs --server-dir SERVER_DIR") }
         guard let runtime = arguments.value("runtime-version") else { throw CLIError.usage("deploy publish needs --runtime-version V") }
+        let rolloutPercent = try percent(arguments, "rollout")
         // Interrupted, the publish stops and takes back what it added before the process ends.
         let signals = InterruptSignals()
         defer { signals.stop() }
@@ -153,7 +212,8 @@ enum DeployCommands {
         let manifest: UpdateManifest
         do {
             manifest = try publisher.publish(bundle: bundle, runtimeVersion: runtime, launchAsset: arguments.value("launch-asset") ?? "index.html",
-                                             id: arguments.value("id") ?? UUID().uuidString.lowercased())
+                                             id: arguments.value("id") ?? UUID().uuidString.lowercased(),
+                                             channel: arguments.value("channel"), rolloutPercent: rolloutPercent)
         } catch .cancelled {
             InterruptSignals.exit(saying: "nothing was published", signal: signals.received)
         } catch {
@@ -162,7 +222,9 @@ enum DeployCommands {
         if context.json {
             context.printJSON(manifest.json)
         } else {
-            context.console.line("published update \(manifest.id) for runtime version \(Render.escaped(runtime)) into \(Render.escaped(serverDirectory)): \(manifest.allAssets.count) assets")
+            let channel = arguments.value("channel").map { " on channel \(Render.escaped($0))" } ?? ""
+            let offered = rolloutPercent.map { ", offered to \($0)% of the installs" } ?? ""
+            context.console.line("published update \(manifest.id) for runtime version \(Render.escaped(runtime))\(channel) into \(Render.escaped(serverDirectory)): \(manifest.allAssets.count) assets\(offered)")
         }
         return .ok
     }
@@ -216,7 +278,8 @@ enum DeployCommands {
         let target: DeployTarget
         let directory: AppDirectory
         do {
-            target = try DeployTarget(runtimeVersion: runtime, platform: arguments.value("platform") ?? "ios", projectToken: token)
+            target = try DeployTarget(runtimeVersion: runtime, platform: arguments.value("platform") ?? "ios", projectToken: token,
+                                      channel: arguments.value("channel"))
         } catch {
             throw cliError(error)
         }

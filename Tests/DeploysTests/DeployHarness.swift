@@ -34,6 +34,7 @@ final class DeployHarness {
     /// killed publish left.
     @discardableResult
     func publish(_ files: [String: String], id: String, runtime: String = "1.0", createdAt: Timestamp = .now(),
+                 channel: String? = nil, rolloutPercent: Int? = nil,
                  leftovers: @escaping @Sendable ([String]) -> Void = { _ in }) throws -> UpdateManifest {
         let bundle = root.file("bundle-\(id)")
         for (path, content) in files {
@@ -43,13 +44,14 @@ final class DeployHarness {
         }
         var publisher = DeployPublisher(serverDirectory: serverDirectory)
         publisher.leftovers = leftovers
-        return try publisher.publish(bundle: bundle, runtimeVersion: runtime, id: id, createdAt: createdAt)
+        return try publisher.publish(bundle: bundle, runtimeVersion: runtime, id: id, createdAt: createdAt,
+                                     channel: channel, rolloutPercent: rolloutPercent)
     }
 
-    func client(runtime: String = "1.0", overHTTP: Bool = true) throws -> DeployClient {
+    func client(runtime: String = "1.0", channel: String? = nil, overHTTP: Bool = true) throws -> DeployClient {
         let client = DeployClient(store: store, directory: try AppDirectory(path: appDirectory),
                                   source: overHTTP ? .server(manifestURL) : .directory(serverDirectory),
-                                  target: try DeployTarget(runtimeVersion: runtime))
+                                  target: try DeployTarget(runtimeVersion: runtime, channel: channel))
         client.timeout = 10
         return client
     }

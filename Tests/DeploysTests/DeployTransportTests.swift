@@ -23,7 +23,8 @@ struct DeployTransportTests {
         #expect(try harness.deploy("phase") == "downloadFailed")
         let reason = try harness.deploy("lastError")?.stringValue ?? ""
         #expect(reason.hasSuffix("update u1 holds more than 1048576 bytes (the client's limit)"), "\(reason)")
-        // What the refused download wrote is gone; nothing else was there.
-        #expect(harness.appDirectoryListing() == ["lock", "updates"])
+        // What the refused download wrote is gone; the rest is the directory's own (its lock,
+        // and the install id the check made).
+        #expect(harness.appDirectoryListing() == ["install-id", "lock", "updates"])
     }
 }

@@ -1,3 +1,4 @@
+import Deploys
 import EventLog
 import EventLogTesting
 import Foundation
@@ -41,6 +42,55 @@ struct DeployCommandTests {
         #expect(json["appDirectory.pending"] == .null)
         let replay = eventlog(["replay", "--verify", "--db", db])
         #expect(replay.code == 0, "\(replay.out)")
+    }
+
+    /// A channel and a rollout from the command line: `publish --channel`, `publish --rollout`,
+    /// `deploy rollout` raising it (`50%` spelled with its sign), and the client's `--channel`;
+    /// a client of the default channel falls in the rollout as its install id says; bad input
+    /// and a rollout that cannot be are exit 2 and change nothing.
+    @Test func channelsAndRolloutsFromTheCommandLine() throws {
+        func publish(_ name: String, _ extra: [String]) -> CommandOutcome {
+            eventlog(["deploy", "publish", (try? bundle(name, name)) ?? "", "--server-dir", server, "--runtime-version", "1.0", "--id", name] + extra)
+        }
+        #expect(publish("v1", []).code == 0)
+        let beta = publish("b1", ["--channel", "beta"])
+        #expect(beta.out == "published update b1 for runtime version 1.0 on channel beta into \(server): 2 assets\n", "\(beta.err)")
+        let rolled = publish("v2", ["--rollout", "10"])
+        #expect(rolled.out == "published update v2 for runtime version 1.0 into \(server): 2 assets, offered to 10% of the installs\n", "\(rolled.err)")
+
+        #expect(deploy("deliver", ["--channel", "beta"]).code == 0)
+        #expect(working == "b1")
+
+        func rollout(_ extra: [String]) -> CommandOutcome {
+            eventlog(["deploy", "rollout", "v2", "--server-dir", server, "--runtime-version", "1.0"] + extra)
+        }
+        let raised = rollout(["--percent", "50%"])
+        #expect(raised.out == "update v2 offered to 50% of channel default of runtime version 1.0 (was 10%)\n", "\(raised.err)")
+        let json = rollout(["--percent", "50", "--json"])
+        #expect(try StateValue(json: json.out) == ["update": "v2", "channel": .null, "percent": 50, "previousPercent": 50])
+        // Another install, of the default channel: v2 when its bucket is under 50, else v1.
+        let other = eventlog(["deploy", "check", "--db", dir.file("other.lmdb"), "--server", server, "--app-dir", dir.file("other-app"), "--runtime-version", "1.0"])
+        #expect(other.code == 0, "\(other.err)")
+        let installID = try String(contentsOfFile: dir.file("other-app") + "/install-id", encoding: .utf8).trimmingCharacters(in: .newlines)
+        let inRollout = Rollout.bucket(installID: installID, update: "v2") < 50
+        #expect(other.out.contains("newDeployAvailable(\(inRollout ? "v2" : "v1"),"), "\(other.out)")
+
+        let before = try String(contentsOfFile: server + "/updates/1.0/rollout", encoding: .utf8)
+        for (extra, message) in [
+            (["--percent", "101"], "--percent must be a whole percent, 0 to 100, not \"101\""),
+            (["--percent", "ten"], "--percent must be a whole percent, 0 to 100, not \"ten\""),
+            ([], "deploy rollout needs --percent N"),
+            (["--percent", "5", "--channel", "no/such"], "a channel name must be"),
+        ] {
+            let refused = rollout(extra)
+            #expect(refused.code == 2 && refused.err.contains(message), "\(extra): \(refused.err)")
+        }
+        let underWay = publish("v3", [])
+        #expect(underWay.code == 2 && underWay.err.contains("update v2 is rolling out to 50% of channel default"), "\(underWay.err)")
+        #expect(try String(contentsOfFile: server + "/updates/1.0/rollout", encoding: .utf8) == before)
+        let done = rollout(["--percent", "100"])
+        #expect(done.out.hasSuffix("(was 50%): it is the channel's current update\n"), "\(done.out)")
+        #expect(try String(contentsOfFile: server + "/updates/1.0/current", encoding: .utf8) == "v2\n")
     }
 
     /// A bundle file whose name is not UTF-8 is bad input (exit 2) named by its bytes, not a
@@ -139,7 +189,7 @@ struct DeployCommandTests {
 
     @Test func badCommandLines() throws {
         for (arguments, message) in [
-            (["deploy", "launch"], "unknown subcommand 'launch' for 'deploy'; the subcommands are: check, download, install, deliver, foreground, confirm, status, publish"),
+            (["deploy", "launch"], "unknown subcommand 'launch' for 'deploy'; the subcommands are: check, download, install, deliver, foreground, confirm, status, publish, rollout"),
             (["deploy", "check", "--runtime-version", "1.0"], "deploy needs --server URL|DIR"),
             (["deploy", "check", "--server", server], "deploy needs --runtime-version V"),
             (["deploy", "check", "--server", server, "--runtime-version", "1.0", "--platform", "web"], "the platform must be ios or android, not \"web\""),
