@@ -9,8 +9,9 @@ import Foundation
 ///     APP_DIR/updates/ID.partial-N/ a download in progress; never loaded
 ///     APP_DIR/holding -> updates/ID the downloaded update waiting to be installed
 ///     APP_DIR/working -> updates/ID what the web view loads (absent: the embedded bundle)
-///     APP_DIR/pending               {"update": ID, "previous": ID or null, "launched": BOOL} while
-///                                   a new install awaits the app's confirmation of a good launch
+///     APP_DIR/pending               {"update": ID, "previous": ID or null, "launched": BOOL,
+///                                   "launchedAt": MICROSECONDS once launched} while a new
+///                                   install awaits the app's confirmation of a good launch
 ///     APP_DIR/install-id            the install's id (a UUID made once), sent as eas-client-id
 ///
 /// `holding` and `working` are symbolic links replaced with `rename(2)`; `pending` is written
@@ -127,7 +128,10 @@ public struct AppDirectory: Sendable {
               let previous = value?["previous"], previous == .null || previous.stringValue.map(Self.isSafeUpdateID) == true else {
             throw .filesystem("\(path)/pending is not a pending install")
         }
-        return PendingInstall(update: update, previous: previous.stringValue, launched: launched)
+        let launchedAt = value?["launchedAt"]
+        guard launchedAt == nil || launchedAt?.intValue != nil else { throw .filesystem("\(path)/pending is not a pending install") }
+        return PendingInstall(update: update, previous: previous.stringValue, launched: launched,
+                              launchedAt: launchedAt?.intValue.map(Timestamp.init(microsecondsSince1970:)))
     }
 
     /// The install's id (`APP_DIR/install-id`, a lowercase UUID), made on the first call and
@@ -156,8 +160,9 @@ public struct AppDirectory: Sendable {
             guard unlink(path + "/pending") == 0 || errno == ENOENT else { throw .filesystem("cannot remove \(path)/pending: \(String(cString: strerror(errno)))") }
             return try Files.syncDirectory(path)
         }
-        let object: StateValue = ["launched": .bool(pending.launched), "previous": StateValue(pending.previous), "update": .string(pending.update)]
-        try Files.writeAtomically(Data(object.json().utf8), to: path + "/pending")
+        var object: StateObject = ["launched": .bool(pending.launched), "previous": StateValue(pending.previous), "update": .string(pending.update)]
+        if let launchedAt = pending.launchedAt { object["launchedAt"] = .int(launchedAt.microsecondsSince1970) }
+        try Files.writeAtomically(Data(StateValue.object(object).json().utf8), to: path + "/pending")
     }
 
     /// Whether `key` is a safe relative path inside a bundle: no `..`, `.` or empty
@@ -435,6 +440,9 @@ public struct PendingInstall: Sendable, Hashable {
     public var previous: String?
     /// Whether the web view has loaded it: a launch that finds it still unconfirmed rolls back.
     public var launched = false
+    /// When the web view loaded it, by the log's clock; `nil` before, and in a pending file
+    /// written before ready timeouts.
+    public var launchedAt: Timestamp?
 }
 
 /// Why a deploy step failed, in one line.

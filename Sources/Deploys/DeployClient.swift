@@ -57,6 +57,29 @@ public final class DeployClient {
     /// `TrustedCertificates.trustShipped(in:)`.
     public var certificates = TrustedCertificates()
 
+    /// CodePush's `rollbackRetryOptions`: an update rolled back after a launch the app never
+    /// confirmed is offered again once `delay` has passed since its last rollback, at most
+    /// `maxRetries` times. `nil`, the default: never again.
+    public var rejectedRetry: RejectedRetry?
+    /// Capgo's `appReadyTimeout`, in microseconds of the log's clock: a launch the app
+    /// confirms later than this after the web view loaded it counts as failed. `nil`, the
+    /// default: a confirmation is never too late.
+    public var readyTimeout: Int64?
+
+    /// When and how often a rejected update may be offered again.
+    public struct RejectedRetry: Sendable, Hashable {
+        /// How long after a rollback the update may be offered again, in microseconds of the log's clock.
+        public var delay: Int64
+        /// How many times it may be offered again in all (CodePush's `maxRetryAttempts`).
+        public var maxRetries: Int
+
+        /// A retry `delay` after each rollback, `maxRetries` times at most.
+        public init(delay: Int64, maxRetries: Int = 1) {
+            self.delay = delay
+            self.maxRetries = maxRetries
+        }
+    }
+
     /// A download records progress at most once per this many percent.
     public static let progressStep: Int64 = 5
 
@@ -178,7 +201,8 @@ public final class DeployClient {
                 return nil
             }
             let holding = try directory.target(of: AppDirectory.holding)
-            let rejected = try store.currentState[StatePath([.key(DeployRules.stream), .key("rejectedUpdates"), .key(manifest.id)])] != nil
+            let rejection = try rejection(of: manifest.id)
+            let rejected = rejection == .standing
             // A kept bundle counts only when it is this runtime's (an id published again for
             // another runtime is another update).
             let isWorking = manifest.id == working && keptProblem(manifest.id) == nil
@@ -196,8 +220,10 @@ public final class DeployClient {
                 return nil
             }
             checked = (manifest, assetHeaders)
-            try record(.newDeployAvailable, ["updateId": .string(manifest.id), "createdAt": .string(manifest.createdAt),
-                                            "assets": .int(Int64(manifest.allAssets.count))])
+            var available: StateObject = ["updateId": .string(manifest.id), "createdAt": .string(manifest.createdAt),
+                                          "assets": .int(Int64(manifest.allAssets.count))]
+            if case .retried(let times) = rejection { available["retryAfterRejections"] = .int(times) }
+            try record(.newDeployAvailable, available)
             return manifest
         }
     }
@@ -512,20 +538,31 @@ public final class DeployClient {
     ///   when the event cannot be recorded.
     public func reload() throws {
         // Recorded first: the pending install is marked launched after (`recover()` finishes it).
-        try record(.didReloadWebView, ["updateId": StateValue(try directory.target(of: AppDirectory.working))])
+        let reloaded = try record(.didReloadWebView, ["updateId": StateValue(try directory.target(of: AppDirectory.working))])
         if var pending = try directory.pending(), !pending.launched {
             pending.launched = true
+            pending.launchedAt = reloaded.time
             try directory.setPending(pending)
         }
     }
 
     /// The app confirms that the newly installed update launched well: it is no longer pending.
+    /// A confirmation later than `readyTimeout` after the launch is recorded as
+    /// `launchConfirmedTooLate` instead, and the install stays pending: the next start rolls
+    /// it back.
     /// - Throws: `DeployError.usage` when no install is pending; `.filesystem` when the
     ///   pending install cannot be read or removed; `EventStoreError` or `LMDBError` when the
     ///   event cannot be recorded; the errors of `recover()`.
     public func confirmLaunch() throws {
         try recover()
         guard let pending = try directory.pending() else { throw DeployError.usage("no install is pending confirmation") }
+        if let readyTimeout, pending.launched, let launchedAt = pending.launchedAt,
+           case let waited = store.clock.now().microsecondsSince1970 - launchedAt.microsecondsSince1970, waited > readyTimeout {
+            try record(.launchConfirmedTooLate, ["updateId": .string(pending.update), "waitedMicroseconds": .int(waited),
+                                                 "reason": .string("update \(pending.update) was confirmed \(Self.seconds(waited)) after its launch, "
+                                                     + "later than the ready timeout of \(Self.seconds(readyTimeout)): the next start rolls it back")])
+            return
+        }
         // Recorded first: a log that cannot take the event leaves the install pending, to
         // confirm again; one that took it has the next `recover()` remove `pending`.
         try record(.launchConfirmed, ["updateId": .string(pending.update)])
@@ -535,7 +572,8 @@ public final class DeployClient {
     /// The app launches (Stork's `deliver`): an install launched before and still unconfirmed
     /// rolls back; an update waiting in holding is installed; then the launch behaviour runs.
     /// A pending or newly installed update is then reloaded. The rolled-back update is
-    /// recorded under `rejectedUpdates` and never installed again.
+    /// recorded under `rejectedUpdates` and not installed again, unless `rejectedRetry`
+    /// allows it.
     /// - Throws: The errors of `recover()`, `install()`, `check()`, `download()` and
     ///   `reload()`; `DeployError.filesystem` when the rollback cannot change the working
     ///   link or the pending install. Failed checks, downloads and installs are recorded,
@@ -585,6 +623,32 @@ public final class DeployClient {
         }
     }
 
+    /// What a rollback of an update after a launch never confirmed means for offering it again.
+    private enum Rejection: Equatable { case none, standing, retried(times: Int64) }
+
+    /// Whether update `id` was rejected, and if so whether `rejectedRetry` lets it be offered
+    /// again now (the `times` it was rejected).
+    private func rejection(of id: String) throws -> Rejection {
+        let state = try store.currentState
+        guard state[StatePath([.key(DeployRules.stream), .key("rejectedUpdates"), .key(id)])] != nil else { return .none }
+        // A rejection recorded before retries has no count or time: it stands.
+        guard let retry = rejectedRetry, let rejection = state[StatePath([.key(DeployRules.stream), .key("rejections"), .key(id)])],
+              let times = rejection["times"]?.intValue, let at = rejection["at"]?.stringValue.flatMap(Timestamp.init(rfc3339:)) else { return .standing }
+        let due = store.clock.now().microsecondsSince1970 - at.microsecondsSince1970 >= retry.delay
+        return times <= Int64(retry.maxRetries) && due ? .retried(times: times) : .standing
+    }
+
+    /// How many times update `id` was rejected before, by the log.
+    private func rejections(of id: String) throws -> Int64 {
+        try store.currentState[StatePath([.key(DeployRules.stream), .key("rejections"), .key(id), .key("times")])]?.intValue ?? 0
+    }
+
+    /// `microseconds` as seconds for people ("12.5 s").
+    private static func seconds(_ microseconds: Int64) -> String {
+        let tenths = microseconds / 100_000
+        return "\(tenths / 10).\(tenths % 10) s"
+    }
+
     /// Points working back at `previous` (`nil`: the embedded bundle) and records why, with
     /// the runtime versions when a change of the app's is the reason.
     /// A bundle on disk that is not this runtime's, or is missing, is never restored.
@@ -600,6 +664,7 @@ public final class DeployClient {
         // The log first: a log that cannot take the event leaves the directory as it was, and
         // one that took it has the rest done here or, after a crash, by the next `recover()`.
         var fields: StateObject = ["from": StateValue(from), "to": StateValue(previous), "reason": .string(reason), "rejectsUpdate": .bool(rejectingUpdate)]
+        if rejectingUpdate, let from { fields["rejection"] = .int(try rejections(of: from) + 1) }
         if let runtimeChange {
             fields["fromRuntimeVersion"] = .string(runtimeChange.from)
             fields["toRuntimeVersion"] = .string(runtimeChange.to)

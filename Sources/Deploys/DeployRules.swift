@@ -9,7 +9,8 @@ import EventLog
 /// confirmation of a good launch), `progress` (percent of the download), `lastCheck`, `lastError`,
 /// `serverDefinedHeaders` and `manifestFilters` (as the last response that carried them said),
 /// and `rejectedUpdates.ID` (the reason), for updates rolled back after a launch the app never
-/// confirmed: the client does not install those again.
+/// confirmed: the client does not install those again, unless its rollback retry allows it once
+/// `rejections.ID` (`times` rejected, last `at`) says the delay has passed.
 public enum DeployRules: EventRules {
     /// The stream of deploy events, and the key of their state.
     public static let stream = "deploy"
@@ -36,9 +37,13 @@ public enum DeployRules: EventRules {
         /// A start found an install cut short by a crash and finished it or undid it (`result`).
         case installRecovered
         case didReloadWebView, rolledBack, launchConfirmed
+        /// The app confirmed a launch later than the client's ready timeout allows (Capgo's
+        /// `appReadyTimeout`): the launch counts as failed, and the next start rolls it back.
+        case launchConfirmedTooLate
 
         /// The transitions that record a refused or failed step.
-        public static let failures: Set<Transition> = [.checkFailed, .signatureInvalid, .downloadFailed, .integrityFailed, .failedToUpdateWorkingDirectory]
+        public static let failures: Set<Transition> = [.checkFailed, .signatureInvalid, .downloadFailed, .integrityFailed, .failedToUpdateWorkingDirectory,
+                                                       .launchConfirmedTooLate]
     }
 
     /// The values of `deploy.phase`.
@@ -124,10 +129,19 @@ public enum DeployRules: EventRules {
             changes["lastError"] = reason
             if fields["rejectsUpdate"]?.boolValue == true, let from = fields["from"]?.stringValue {
                 changes.set(reason, at: StatePath([.key(stream), .key("rejectedUpdates"), .key(from)]))
+                // Since rollback retries: how many times it was rejected, and when last (older
+                // payloads without `rejection` replay as they did).
+                if let rejection = fields["rejection"] {
+                    guard let times = rejection.intValue, times > 0 else { return .failure(RuleError("rolledBack's rejection is a count from 1, not \(rejection)")) }
+                    changes.set(["times": .int(times), "at": .string(time.description)], at: StatePath([.key(stream), .key("rejections"), .key(from)]))
+                }
             }
         case .launchConfirmed:
             changes["phase"] = phaseValue(.confirmed)
             changes["pendingUpdate"] = nil
+        case .launchConfirmedTooLate:
+            guard let reason = text("reason") else { return .failure(RuleError("launchConfirmedTooLate needs a reason")) }
+            changes["lastError"] = reason
         }
         if let failure = changes.failure { return .failure(RuleError("\(failure)")) }
         return .success(changes.writes)

@@ -26,21 +26,23 @@ enum DeployCommands {
             """,
         subcommands: [
             lifecycle("check", "Ask the server for a newer update (newDeployAvailable, noNewDeploy, checkFailed, signatureInvalid).",
-                      needsServer: true, createsAppDirectory: true) { client in try client.check(); return nil },
+                      options: retryOptions, needsServer: true, createsAppDirectory: true) { client in try client.check(); return nil },
             lifecycle("download", "Download the checked (or newest) update into holding, each asset's SHA-256 checked as it streams to disk.",
-                      needsServer: true, createsAppDirectory: true) { client in try client.download(); return nil },
+                      options: retryOptions, needsServer: true, createsAppDirectory: true) { client in try client.download(); return nil },
             lifecycle("install", "Swap holding into working in one rename; the install is pending until confirm.",
                       needsServer: false, createsAppDirectory: false) { client in
                 try client.install() == nil && client.state()["phase"] != "installFailed" ? "holding is empty: nothing to install" : nil
             },
             lifecycle("deliver", "An app launch: roll back an install still pending, install holding, then the launch behaviour"
                       + " (default reloadNewDeploy: check, download, install, reload).",
-                      options: [behaviorOption("launch-behavior", "none, checkNewDeploy, downloadNewDeploy or reloadNewDeploy (default).")],
+                      options: [behaviorOption("launch-behavior", "none, checkNewDeploy, downloadNewDeploy or reloadNewDeploy (default).")] + retryOptions,
                       needsServer: true, createsAppDirectory: true) { client in try client.deliver(); return nil },
             lifecycle("foreground", "Entering the foreground: the foreground behaviour (default checkNewDeploy) once a day has passed since the last check.",
-                      options: [behaviorOption("foreground-behavior", "The same choices as --launch-behavior (default checkNewDeploy).")],
+                      options: [behaviorOption("foreground-behavior", "The same choices as --launch-behavior (default checkNewDeploy).")] + retryOptions,
                       needsServer: true, createsAppDirectory: true) { client in try client.enterForeground(); return nil },
-            lifecycle("confirm", "The app launched the new install well: it is no longer pending.",
+            lifecycle("confirm", "The app launched the new install well: it is no longer pending (unless later than --ready-timeout: launchConfirmedTooLate).",
+                      options: [.init(name: "ready-timeout", value: "SECONDS",
+                                      help: "A confirmation later than this after the launch counts as a failed launch, rolled back at the next start.")],
                       needsServer: false, createsAppDirectory: false) { client in try client.confirmLaunch(); return nil },
             lifecycle("status", "The deploy state and the app directory's links (finishing a change a crash cut short).",
                       needsServer: false, createsAppDirectory: false, showsStatus: true) { client in try client.recover(); return nil },
@@ -64,6 +66,14 @@ enum DeployCommands {
               repeatable: true),
     ]
 
+    /// The options of the subcommands that check: whether an update rolled back after a
+    /// launch never confirmed may be offered again.
+    static let retryOptions: [CommandSpec.Option] = [
+        .init(name: "retry-rejected-after", value: "DURATION",
+              help: "Offer an update rolled back after an unconfirmed launch again once this long has passed (90s, 30m, 24h, 7d; default never)."),
+        .init(name: "retry-attempts", value: "N", help: "How many times such an update is offered again (default 1); with --retry-rejected-after."),
+    ]
+
     static func behaviorOption(_ name: String, _ help: String) -> CommandSpec.Option {
         CommandSpec.Option(name: name, value: "B", help: help)
     }
@@ -76,7 +86,7 @@ enum DeployCommands {
                           call: @escaping @Sendable (DeployClient) throws -> String?) -> CommandSpec {
         CommandSpec(name: name, summary: summary, options: clientOptions + options, writes: true) { arguments, context in
             let client = try makeClient(arguments, context, needsServer: needsServer, createsAppDirectory: createsAppDirectory,
-                                        behaviors: options.map(\.name))
+                                        declared: options.map(\.name))
             let first = try attempt { try client.store.lastSeq() } + 1
             let failure = try attempt(writingTo: context.databasePath) { () throws -> String? in
                 do { return try call(client) } catch let error as DeployError { throw cliError(error) }
@@ -174,6 +184,19 @@ enum DeployCommands {
         CommandSpec.Option(name: "channel", value: "NAME", help: help)
     }
 
+    /// `text` as a duration in microseconds: a whole number with `s`, `m`, `h` or `d` (seconds
+    /// without one), from 0 to 365 days.
+    private static func duration(_ text: String, _ name: String) throws(CLIError) -> Int64 {
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
+        let unit = text.last.flatMap { units[$0] }
+        let digits = unit == nil ? Substring(text) : text.dropLast()
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+              let value = Int64(digits), value <= 365 * 86_400, value * (unit ?? 1) <= 365 * 86_400 else {
+            throw CLIError.usage("--\(name) must be a whole number of seconds, or of minutes, hours or days with m, h or d (at most 365 days), not \"\(text)\"")
+        }
+        return value * (unit ?? 1) * 1_000_000
+    }
+
     /// Option `name` as a percent, 0 to 100 (`10` or `10%`), or `nil` when it was not given.
     private static func percent(_ arguments: ParsedArguments, _ name: String) throws(CLIError) -> Int? {
         guard let text = arguments.value(name) else { return nil }
@@ -239,10 +262,10 @@ enum DeployCommands {
         }
     }
 
-    /// The client a lifecycle subcommand's arguments describe; `behaviors` are the behaviour
-    /// options it declares.
+    /// The client a lifecycle subcommand's arguments describe; `declared` are the options of
+    /// its own it declares besides `clientOptions`.
     private static func makeClient(_ arguments: ParsedArguments, _ context: CommandContext, needsServer: Bool,
-                                   createsAppDirectory: Bool, behaviors: [String]) throws(CLIError) -> DeployClient {
+                                   createsAppDirectory: Bool, declared: [String]) throws(CLIError) -> DeployClient {
         guard let runtime = arguments.value("runtime-version") else { throw CLIError.usage("deploy needs --runtime-version V") }
         let serverText = arguments.value("server")
         if needsServer, serverText == nil { throw CLIError.usage("deploy needs --server URL|DIR") }
@@ -250,7 +273,7 @@ enum DeployCommands {
             throw CLIError.usage("--server: \(problem)")
         }
         func behavior(_ name: String) throws(CLIError) -> DeployBehavior? {
-            guard behaviors.contains(name) else { return nil }
+            guard declared.contains(name) else { return nil }
             return try arguments.value(name).map { (text) throws(CLIError) in
                 guard let behavior = DeployBehavior(rawValue: text) else {
                     throw CLIError.usage("--\(name) must be one of \(DeployBehavior.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(text)\"")
@@ -261,6 +284,16 @@ enum DeployCommands {
         let launch = try behavior("launch-behavior")
         let foreground = try behavior("foreground-behavior")
         let timeout = try arguments.seconds("timeout")
+        let readyTimeout = declared.contains("ready-timeout") ? try arguments.seconds("ready-timeout") : nil
+        var retry: DeployClient.RejectedRetry?
+        if declared.contains("retry-rejected-after") {
+            let attempts = try arguments.count("retry-attempts")
+            if let text = arguments.value("retry-rejected-after") {
+                retry = DeployClient.RejectedRetry(delay: try duration(text, "retry-rejected-after"), maxRetries: attempts ?? 1)
+            } else if attempts != nil {
+                throw CLIError.usage("--retry-attempts needs --retry-rejected-after DURATION")
+            }
+        }
         let deadline = try arguments.seconds("deadline")
         let token = arguments.value("project-token") ?? ProcessInfo.processInfo.environment["EVENTLOG_PROJECT_TOKEN"]
         var certificates = TrustedCertificates()
@@ -297,6 +330,8 @@ enum DeployCommands {
         if let foreground { client.foregroundBehavior = foreground }
         if let timeout { client.timeout = timeout }
         if let deadline { client.deadline = deadline }
+        client.rejectedRetry = retry
+        client.readyTimeout = readyTimeout.map { Int64($0 * 1_000_000) }
         // For crash tests: die at once after the named install step, as a power cut would.
         if let step = ProcessInfo.processInfo.environment["EVENTLOG_DEPLOY_CRASH_AFTER"].flatMap(DeployClient.InstallStep.init(rawValue:)) {
             client.installStepHook = { if $0 == step { kill(getpid(), SIGKILL) } }

@@ -93,6 +93,32 @@ struct DeployCommandTests {
         #expect(try String(contentsOfFile: server + "/updates/1.0/current", encoding: .utf8) == "v2\n")
     }
 
+    /// `confirm --ready-timeout` later than the timeout is a failed launch (exit 1), rolled
+    /// back at the next start; `--retry-rejected-after` offers the rejected update again once
+    /// the delay has passed, not before; bad durations are usage errors.
+    @Test func aLateConfirmationFailsAndARejectedUpdateIsRetriedAfterTheDelay() throws {
+        #expect(eventlog(["deploy", "publish", try bundle("v1", "one"), "--server-dir", server, "--runtime-version", "1.0", "--id", "v1"]).code == 0)
+        #expect(deploy("deliver").code == 0)
+        #expect(deploy("confirm", ["--ready-timeout", "600"]).code == 0)
+        #expect(eventlog(["deploy", "publish", try bundle("v2", "two"), "--server-dir", server, "--runtime-version", "1.0", "--id", "v2"]).code == 0)
+        #expect(deploy("deliver").code == 0)
+        let late = deploy("confirm", ["--ready-timeout", "0.000001"])
+        #expect(late.code == 1 && late.err.hasPrefix("Error: launchConfirmedTooLate: update v2 was confirmed "), "\(late.err)")
+        #expect(deploy("deliver").out.contains("deploy/rolledBack("))
+        #expect(working == "one")
+
+        let early = deploy("check", ["--retry-rejected-after", "1h"])
+        #expect(early.out.contains("noNewDeploy(rolledBackBefore"), "\(early.out)")
+        let retried = deploy("check", ["--retry-rejected-after", "0s", "--retry-attempts", "2"])
+        #expect(retried.out.contains("newDeployAvailable(v2,"), "\(retried.out)")
+        for (extra, message) in [(["--retry-rejected-after", "1w"], "--retry-rejected-after must be a whole number of seconds"),
+                                 (["--retry-attempts", "2"], "--retry-attempts needs --retry-rejected-after DURATION"),
+                                 (["--retry-rejected-after", "1h", "--retry-attempts", "0"], "--retry-attempts must be a positive whole number")] {
+            let refused = deploy("check", extra)
+            #expect(refused.code == 2 && refused.err.hasPrefix("Error: \(message)"), "\(extra): \(refused.err)")
+        }
+    }
+
     /// A bundle file whose name is not UTF-8 is bad input (exit 2) named by its bytes, not a
     /// false "No such file or directory" (Foundation had repaired the name into another).
     @Test func aFileNameThatIsNotUTF8IsNamedByItsBytes() throws {
