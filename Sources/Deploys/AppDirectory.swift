@@ -211,12 +211,14 @@ enum Files {
         let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         let synced = fsync(fd) == 0
         close(fd)
+        var info = stat()
+        let isNew = lstat(target, &info) != 0 && errno == ENOENT
         guard written == data.count, synced, rename(temporary, target) == 0 else {
             let reason = String(cString: strerror(errno))
             unlink(temporary)
             throw .filesystem("cannot write \(target): \(reason)")
         }
-        created?.record(file: target)
+        if isNew { created?.record(file: target) }
         try Files.syncDirectory((target as NSString).deletingLastPathComponent)
     }
 

@@ -639,7 +639,7 @@ public final class DeployClient {
     }
 
     /// How many times update `id` was rejected before, by the log.
-    private func rejections(of id: String) throws -> Int64 {
+    private func timesRejected(_ id: String) throws -> Int64 {
         try store.currentState[StatePath([.key(DeployRules.stream), .key("rejections"), .key(id), .key("times")])]?.intValue ?? 0
     }
 
@@ -664,7 +664,7 @@ public final class DeployClient {
         // The log first: a log that cannot take the event leaves the directory as it was, and
         // one that took it has the rest done here or, after a crash, by the next `recover()`.
         var fields: StateObject = ["from": StateValue(from), "to": StateValue(previous), "reason": .string(reason), "rejectsUpdate": .bool(rejectingUpdate)]
-        if rejectingUpdate, let from { fields["rejection"] = .int(try rejections(of: from) + 1) }
+        if rejectingUpdate, let from { fields["rejection"] = .int(try timesRejected(from) + 1) }
         if let runtimeChange {
             fields["fromRuntimeVersion"] = .string(runtimeChange.from)
             fields["toRuntimeVersion"] = .string(runtimeChange.to)

@@ -205,11 +205,7 @@ struct DeployClientTests {
     @Test func aLaunchNeverConfirmedRollsBackAndSaysWhy() throws {
         let harness = try DeployHarness()
         let client = try harness.client()
-        try harness.publish(["index.html": "one"], id: "u1")
-        try client.deliver()
-        try client.confirmLaunch()
-        try harness.publish(["index.html": "two"], id: "u2")
-        try client.deliver()
+        try harness.deliverTwoUpdates(by: client, confirmingTheSecond: false)
         #expect(harness.workingFile() == "two")
         // The app crashed before confirming: the next launch rolls back, and never reinstalls u2.
         let before = try harness.store.lastSeq()

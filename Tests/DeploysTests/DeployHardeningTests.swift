@@ -33,12 +33,7 @@ struct DeployHardeningTests {
     @Test func aRollbackTargetOnDiskIsReusedNotReplaced() throws {
         let harness = try DeployHarness()
         let client = try harness.client()
-        try harness.publish(["index.html": "one"], id: "u1")
-        try client.deliver()
-        try client.confirmLaunch()
-        try harness.publish(["index.html": "two"], id: "u2")
-        try client.deliver()
-        try client.confirmLaunch()
+        try harness.deliverTwoUpdates(by: client, confirmingTheSecond: true)
         // The operator rolls back to the embedded bundle, then serves u1 again (an update older
         // than the working one is not taken; the embedded bundle has no age): the copy on disk
         // is taken, not deleted and fetched again.

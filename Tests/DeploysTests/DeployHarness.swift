@@ -64,6 +64,17 @@ final class DeployHarness {
         try client.confirmLaunch()
     }
 
+    /// Update u1 (`index.html` "one") delivered by `client` and confirmed, then u2 ("two")
+    /// delivered, and confirmed only with `confirmingTheSecond`: where the rollback tests start.
+    func deliverTwoUpdates(by client: DeployClient, confirmingTheSecond: Bool) throws {
+        try publish(["index.html": "one"], id: "u1")
+        try client.deliver()
+        try client.confirmLaunch()
+        try publish(["index.html": "two"], id: "u2")
+        try client.deliver()
+        if confirmingTheSecond { try client.confirmLaunch() }
+    }
+
     /// The types of the events after `seq`.
     func transitions(after seq: UInt64) throws -> [String] {
         var types: [String] = []

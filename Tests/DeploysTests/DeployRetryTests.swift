@@ -31,11 +31,7 @@ struct DeployRetryTests {
     @Test func aRejectedUpdateIsOfferedAgainAfterTheDelayAtMostMaxRetriesTimes() throws {
         let harness = try DeployHarness()
         let client = try harness.client()
-        try harness.publish(["index.html": "one"], id: "u1")
-        try client.deliver()
-        try client.confirmLaunch()
-        try harness.publish(["index.html": "two"], id: "u2")
-        try client.deliver()
+        try harness.deliverTwoUpdates(by: client, confirmingTheSecond: false)
         // Never confirmed: the next launch rolls back and does not take u2 again.
         var seq = try harness.store.lastSeq()
         try client.deliver()
