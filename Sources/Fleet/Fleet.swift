@@ -49,10 +49,11 @@ public struct Fleet: Sendable {
             let subject = JetStream.Subjects.of(logID)
             guard let last = try js.lastMessage(stream: stream, subject: subject) else { return nil }
             var summary: LogSummary
-            // As a shipper leaves it: the newest message is record n, of n messages.
-            if let seq = MessageID.seq(last.id, of: logID), seq == messages,
-               let record = try? last.data.withUnsafeBytes({ try EventStore.decode($0, seq: seq) }) {
-                summary = LogSummary(logID: logID, events: messages, lastSeq: seq, lastTime: record.time)
+            // As a shipper leaves it: the newest message is the subject's message n, of n,
+            // and carries records through its last.
+            if let run = try? Shipment(last, of: logID), run.ordinal == messages,
+               let record = try? run.record(run.seqs.upperBound).withUnsafeBytes({ try EventStore.decode($0, seq: run.seqs.upperBound) }) {
+                summary = LogSummary(logID: logID, events: run.seqs.upperBound, lastSeq: run.seqs.upperBound, lastTime: record.time)
             } else {
                 guard let read = try self.summary(of: logID, js, through: last.sequence) else { return nil }
                 summary = read
@@ -103,28 +104,29 @@ public struct Fleet: Sendable {
     private func summary(of logID: UUID, _ js: JetStream, through last: UInt64) throws -> LogSummary? {
         let messages = try js.messages(stream: stream, subject: JetStream.Subjects.of(logID), from: 1)
         var expected: UInt64 = 1, events: UInt64 = 0
-        var newest: JetStream.Message?
+        var newest: Shipment?
+        func take(_ run: Shipment) {
+            events += UInt64(run.seqs.count)
+            expected = run.seqs.upperBound + 1
+            newest = run
+        }
         while true {
             guard let message = try messages.next(timeout: timeout) else {
                 throw FleetError(.unavailable, "the stream stopped delivering log \(logID.uuidString.lowercased()) before stream seq \(last)")
             }
-            switch Delivery(message, of: logID, expected: expected, decoding: true) {
-            case .record(let seq) where seq < expected: foreign(.skipped(message, of: logID, "a second message for record \(seq)"))
+            switch Delivery(message, of: logID, expected: expected, decoding: true, had: 0) {
             case .foreign(let reason): foreign(.skipped(message, of: logID, reason))
-            case .after(let gap, _):
+            case .after(let gap, let run):
                 foreign(StreamNotice(logID: logID, subject: JetStream.Subjects.of(logID), streamSequence: message.sequence,
                                      finding: "records \(gap.lowerBound)-\(gap.upperBound) are missing before this one (deleted, or dropped by the stream's limits)"))
-                fallthrough
-            case .record:
-                events += 1
-                expected = (MessageID.seq(message.id, of: logID) ?? 0) + 1
-                newest = message
+                take(run)
+            case .run(let run): take(run)
             }
             if message.sequence >= last { break }
         }
         guard let newest else { return nil }
-        let seq = expected - 1
-        let record = try newest.data.withUnsafeBytes { try EventStore.decode($0, seq: seq) }
+        let seq = newest.seqs.upperBound
+        let record = try newest.record(seq).withUnsafeBytes { try EventStore.decode($0, seq: seq) }
         return LogSummary(logID: logID, events: events, lastSeq: seq, lastTime: record.time)
     }
 

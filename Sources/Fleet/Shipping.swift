@@ -7,6 +7,9 @@ import Foundation
 struct StreamPosition: Equatable {
     var through: UInt64 = 0
     var sequence: UInt64 = 0
+    /// The ordinal of that message among the log's messages (`Shipment.ordinal`), as the
+    /// stream says; never kept (0 when read from the database).
+    var messages: UInt64 = 0
 
     static let database = "fleet"
 
@@ -50,23 +53,13 @@ struct StreamPosition: Equatable {
     }
 }
 
-/// The message id of a log's record in the stream: `<log id>:<seq>`.
-enum MessageID {
-    static func of(_ logID: UUID, seq: UInt64) -> String { "\(logID.uuidString.lowercased()):\(seq)" }
-
-    /// The seq a message id names, when it names one of `logID`'s records.
-    static func seq(_ id: String?, of logID: UUID) -> UInt64? {
-        guard let id, let colon = id.lastIndex(of: ":"), UUID(uuidString: String(id[..<colon])) == logID else { return nil }
-        return UInt64(id[id.index(after: colon)...])
-    }
-}
-
-/// Ships one log's records to a JetStream stream, on the subject `eventlog.<log id>`, each as
-/// its stored bytes (checksum included) with message id `<log id>:<seq>` and the subject's
-/// expected last sequence, so that a retry after any crash neither loses nor duplicates a
-/// record, and a record never lands after a gap. Where the stream stands is asked of the
-/// stream at every start (its newest message for the subject names the last seq it holds),
-/// and kept in the database as records are acknowledged.
+/// Ships one log's records to a JetStream stream, on the subject `eventlog.<log id>`, as runs
+/// of records in their stored bytes (checksum included), as many to a message as it carries
+/// (`Shipment`), each with a message id naming its run and the subject's expected last
+/// sequence, so that a retry after any crash neither loses nor duplicates a record, and a
+/// record never lands after a gap. Where the stream stands is asked of the stream at every
+/// start (its newest message for the subject names the last seq it holds), and kept in the
+/// database as runs are acknowledged.
 public struct Shipper {
     /// The log shipped; it keeps the shipping position in its `fleet` read model.
     public let store: EventStore
@@ -93,7 +86,7 @@ public struct Shipper {
     public struct Report: Sendable, Equatable {
         /// The id of the log shipped.
         public var logID: UUID
-        /// Records published by this call.
+        /// Records published by this call (the stream stored them, not a copy before).
         public var shipped: Int
         /// The last seq the stream holds.
         public var through: UInt64
@@ -107,8 +100,8 @@ public struct Shipper {
     }
 
     /// Ships every record the stream does not hold yet; with `follow`, goes on shipping as
-    /// events commit until `stop` returns `true` (checked at least every quarter second).
-    /// `progress` hears of every 1,024 records acknowledged.
+    /// events commit until `stop` returns `true` (checked at least every quarter second, and
+    /// after each message). `progress` hears of every 1,024 records acknowledged, at most.
     /// - Throws: `FleetError` of kind `.refused` when the log has no id yet, the stream's
     ///   newest message for the log is not one of its records, the stream holds the log
     ///   beyond its end or other bytes for one of its seqs (the log changed after it was
@@ -147,40 +140,47 @@ public struct Shipper {
         while true {
             // A chunk at a time, copied out of a short read transaction: the network never
             // holds one open.
-            var chunk: [(seq: UInt64, bytes: [UInt8])] = []
+            var chunk: [(seq: UInt64, bytes: [UInt8])] = [], chunkBytes = 0, more = false
             try store.forEachStoredRecord(after: position.through) { seq, bytes in
                 chunk.append((seq, Array(bytes)))
-                return chunk.count < 1_024
+                chunkBytes += bytes.count
+                more = chunk.count == 1_024 || chunkBytes >= Self.chunkBytes
+                return !more
             }
             var resynced = false
-            for (seq, bytes) in chunk {
-                guard bytes.count + Self.headerRoom <= messageLimit else {
+            var rest = chunk[...]
+            while let first = rest.first {
+                let run = rest.prefix(Self.runLength(of: rest, within: messageLimit))
+                guard !run.isEmpty else {
                     try save()
-                    throw FleetError(.refused, "record \(seq) of this log is \(bytes.count) bytes, more than the \(messageLimit) a message may carry "
+                    throw FleetError(.refused, "record \(first.seq) of this log is \(first.bytes.count) bytes, more than the \(messageLimit) a message may carry "
                         + "(\(byServer ? "max_payload of the server at \(servers)" : "max_msg_size of stream \(stream)"), headers included), "
                         + "so it and the records after it are not shipped; the stream holds this log through seq \(position.through). "
                         + "Raise \(byServer ? "the server's max_payload (at most 64 MiB)" : "the stream's max_msg_size") and ship again")
                 }
+                rest = rest.dropFirst(run.count)
+                let seqs = first.seq...(first.seq + UInt64(run.count) - 1)
                 let ack: (sequence: UInt64, duplicate: Bool)
                 do {
-                    ack = try publish(bytes, seq: seq, after: position, js: js, subject: subject, logID: logID, save: save)
+                    ack = try publish(Shipment.body(ordinal: position.messages + 1, records: run.lazy.map(\.bytes)), seqs: seqs, after: position,
+                                      js: js, subject: subject, logID: logID, save: save)
                 } catch is JetStream.WrongLastSequence {
                     // A publish stored but not acknowledged (a leader lost on the way), or
                     // another shipper: the stream says where it stands, checked as at the start.
                     let confirmed = try retryingWhileUnavailable(for: retryFor) { try confirmedPosition(js, subject: subject, logID: logID) }
-                    guard confirmed.through >= seq || confirmed.sequence != position.sequence else {
-                        throw FleetError(.refused, "the stream refuses record \(seq) of this log after seq \(position.through) and holds nothing newer")
+                    guard confirmed.through >= seqs.upperBound || confirmed.sequence != position.sequence else {
+                        throw FleetError(.refused, "the stream refuses records \(seqs.lowerBound)-\(seqs.upperBound) of this log after seq \(position.through) and holds nothing newer")
                     }
-                    // The record this publish carried, when it was stored after all.
-                    report.shipped += confirmed.through == seq ? 1 : 0
+                    // The run this publish carried, when it was stored after all.
+                    report.shipped += confirmed.through == seqs.upperBound && confirmed.messages == position.messages + 1 ? run.count : 0
                     position = confirmed
                     report.through = confirmed.through
                     resynced = true
                     break
                 }
-                position = StreamPosition(through: seq, sequence: ack.sequence)
-                report.shipped += ack.duplicate ? 0 : 1
-                report.through = seq
+                position = StreamPosition(through: seqs.upperBound, sequence: ack.sequence, messages: position.messages + 1)
+                report.shipped += ack.duplicate ? 0 : run.count
+                report.through = seqs.upperBound
                 if stop() { break }
             }
             if resynced { continue }
@@ -189,7 +189,7 @@ public struct Shipper {
                 progress(report)
             }
             if stop() { break }
-            if chunk.count == 1_024 { continue }
+            if more { continue }
             guard follow else { break }
             try store.follow(after: position.through, chunk: 1, stop: stop) { _ in false }
         }
@@ -215,24 +215,41 @@ public struct Shipper {
     /// stream), which the server's `max_payload` and a stream's `max_msg_size` count too.
     static let headerRoom = 512
 
-    /// Publishes one record. While the servers are out of reach (a node down, a leader being
+    /// Bytes of records read out of the log at a time, at the least (a chunk is also at most
+    /// 1,024 records).
+    static let chunkBytes = 8 << 20
+
+    /// How many of `records`, from the first, one message of at most `limit` bytes carries:
+    /// 0 when the first alone is too large.
+    static func runLength(of records: ArraySlice<(seq: UInt64, bytes: [UInt8])>, within limit: Int) -> Int {
+        var bytes = headerRoom + Shipment.ordinalBytes, count = 0
+        for record in records {
+            bytes += Shipment.lengthBytes + record.bytes.count
+            guard bytes <= limit else { break }
+            count += 1
+        }
+        return count
+    }
+
+    /// Publishes the run `seqs`, framed in `body`. While the servers are out of reach (a node down, a leader being
     /// elected), it tries again for up to `retryFor` seconds: the same message id makes a retry
     /// of a publish that was stored but not acknowledged a duplicate, which the stream drops.
     /// A duplicate is taken only when the stream holds these very bytes under the id: another
     /// copy of the log shipping at the same time gets its record in first under the same id,
     /// and the stream answers "duplicate" before it checks the expected sequence.
-    private func publish(_ bytes: [UInt8], seq: UInt64, after position: StreamPosition, js: JetStream, subject: String,
+    private func publish(_ body: [UInt8], seqs: ClosedRange<UInt64>, after position: StreamPosition, js: JetStream, subject: String,
                          logID: UUID, save: () throws -> Void) throws -> (sequence: UInt64, duplicate: Bool) {
-        let id = MessageID.of(logID, seq: seq)
+        let id = Shipment.id(logID, seqs)
         do {
             let ack = try retryingWhileUnavailable(for: retryFor) {
-                try bytes.withUnsafeBytes { try js.publish($0, subject: subject, id: id, after: position.sequence, stream: stream) }
+                try body.withUnsafeBytes { try js.publish($0, subject: subject, id: id, after: position.sequence, stream: stream) }
             }
             guard ack.duplicate else { return ack }
             let held = try retryingWhileUnavailable(for: retryFor) { try js.message(stream: stream, sequence: ack.sequence) }
-            guard let held, held.id == id, held.data == bytes else {
+            guard let held, held.id == id, held.data == body else {
                 try save()
-                throw fork(js, logID: logID, from: firstDifference(js, logID: logID, below: seq, after: position) ?? seq, shippedThrough: position.through,
+                let first = firstDifference(js, logID: logID, below: seqs.upperBound + 1, after: position) ?? seqs.lowerBound
+                throw fork(js, logID: logID, from: first, shippedThrough: position.through,
                            "another copy of it shipped at the same time, and the copies went their own ways (a fork)")
             }
             return ack
@@ -247,36 +264,40 @@ public struct Shipper {
     /// another log's (a copy that went its own way) and is refused.
     private func confirmedPosition(_ js: JetStream, subject: String, logID: UUID) throws -> StreamPosition {
         guard let last = try js.lastMessage(stream: stream, subject: subject) else { return StreamPosition() }
-        guard let seq = MessageID.seq(last.id, of: logID) else {
-            throw FleetError(.refused, "the newest message on \(subject) is not one of this log's records (message id \(last.id ?? "none"))")
+        let newest: Shipment
+        do { newest = try Shipment(last, of: logID) } catch {
+            throw FleetError(.refused, "the newest message on \(subject) is not one of this log's records (\(error.reason))")
         }
-        let local = try store.storedRecord(seq)
+        let seq = newest.seqs.upperBound
         let shipped = try StreamPosition.read("shipped", stream: stream, in: store) ?? StreamPosition()
-        if local == nil, let base = try store.base(), seq <= base.seq {
+        if let base = try store.base(), newest.seqs.lowerBound <= base.seq {
             // Compacted away since: only the stream message this log's shipper was answered
             // for it can be taken for it.
             guard shipped.through == seq, shipped.sequence == last.sequence else {
-                throw FleetError(.refused, "stream \(stream) holds this log through seq \(seq), which the log compacted away (it starts after event \(base.seq)) "
+                let compacted = newest.seqs.lowerBound == seq ? "seq \(seq)" : "seqs \(newest.seqs.lowerBound)-\(seq) in its newest message"
+                throw FleetError(.refused, "stream \(stream) holds this log through \(compacted), which the log compacted away (it starts after event \(base.seq)) "
                     + "and did not ship there itself: they cannot be compared; ship the log to a new stream (--stream NAME)")
             }
-        } else if local != last.data {
+        } else if let differs = try store.firstDifference(from: newest) {
             // The stream is ahead of a copy that is only behind, or of one that went its own
-            // way before the stream's end; else it holds another record `seq`, and maybe others before it.
-            let end = local == nil ? try store.lastSeq() : seq - 1
-            guard let first = firstDifference(js, logID: logID, below: end + 1, after: shipped) ?? (local == nil ? nil : seq) else {
+            // way before the stream's end; else it holds another record `differs`, and maybe others before it.
+            let behind = try store.lastSeq() < differs
+            let end = behind ? try store.lastSeq() : differs - 1
+            guard let first = firstDifference(js, logID: logID, below: end + 1, after: shipped) ?? (behind ? nil : differs) else {
                 throw FleetError(.refused, "stream \(stream) holds this log through seq \(seq), but the log ends at \(end): it is not the log that was shipped")
             }
             throw fork(js, logID: logID, from: first, shippedThrough: min(shipped.through, first - 1),
                        "the log was changed after it was shipped, or another copy of it was shipped (a fork)")
         }
-        // Every record through its newest, or the stream lost some: deleted, or dropped by
+        // Every message through its newest, or the stream lost some: deleted, or dropped by
         // limits it had (or was given) after they were acknowledged.
         let held = try js.subjects(stream: stream, filter: subject).first?.messages ?? 0
-        guard held >= seq else {
-            throw FleetError(.refused, "stream \(stream) holds \(held) messages of this log, not all of its records 1-\(seq): \(seq - held) missing "
-                + "(deleted, or dropped by the stream's limits), and a stream cannot take them back in order; ship the log to a new stream (--stream NAME)")
+        guard held >= newest.ordinal else {
+            throw FleetError(.refused, "stream \(stream) holds \(held) of the \(newest.ordinal) messages that carry this log's records 1-\(seq): "
+                + "\(newest.ordinal - held) missing (deleted, or dropped by the stream's limits), and a stream cannot take them back in order; "
+                + "ship the log to a new stream (--stream NAME)")
         }
-        return StreamPosition(through: seq, sequence: last.sequence)
+        return StreamPosition(through: seq, sequence: last.sequence, messages: newest.ordinal)
     }
 
     /// The first seq below `known` at which the log's records differ from the stream's, among
@@ -285,8 +306,10 @@ public struct Shipper {
     private func firstDifference(_ js: JetStream, logID: UUID, below known: UInt64, after: StreamPosition) -> UInt64? {
         guard known > after.through + 1,
               let messages = try? js.messages(stream: stream, subject: JetStream.Subjects.of(logID), from: after.sequence + 1) else { return nil }
-        while let message = try? messages.next(timeout: timeout), let seq = MessageID.seq(message.id, of: logID), seq < known {
-            guard (try? store.storedRecord(seq)) == message.data else { return seq }
+        while let message = try? messages.next(timeout: timeout), let run = try? Shipment(message, of: logID), run.seqs.lowerBound < known {
+            for (seq, bytes) in run.records where seq < known {
+                guard (try? store.holds(seq, bytes)) == true else { return seq }
+            }
         }
         return nil
     }
@@ -324,15 +347,6 @@ enum ForkNotice {
     }
 }
 
-extension EventStore {
-    /// Record `seq` as stored, checksum included, or `nil` past the log's end.
-    func storedRecord(_ seq: UInt64) throws -> [UInt8]? {
-        var found: [UInt8]?
-        try forEachStoredRecord(after: seq - 1, through: seq) { _, bytes in found = Array(bytes); return false }
-        return found
-    }
-}
-
 /// What a reader of the stream found on a log's subject besides the log's records in order,
 /// and went past: someone else's message, a damaged record, a second message for a seq, or
 /// records missing before one (deleted, or dropped by the stream's limits).
@@ -362,30 +376,33 @@ public struct StreamNotice: Sendable, Equatable, CustomStringConvertible {
 
 /// What a message on a log's subject is, to a reader that expects record `expected` next.
 enum Delivery {
-    /// Record `seq`: the expected one, or (with `seq` below it) one the reader has.
-    case record(seq: UInt64)
-    /// Not a record of the log at all, or a damaged one: `reason` says which.
+    /// A run of the log's records that follows on: it holds `expected`, or only records the
+    /// reader had before it began (through `had`).
+    case run(Shipment)
+    /// Not a run of the log's records at all, a damaged one, or a second message for records
+    /// the reader has had from the stream: `reason` says which.
     case foreign(reason: String)
-    /// A record past the expected one: those between are missing.
-    case after(gap: ClosedRange<UInt64>, seq: UInt64)
+    /// A run past the expected record: those in `gap` are missing before it.
+    case after(gap: ClosedRange<UInt64>, Shipment)
 
-    /// Classifies `message` on the subject of `logID`. With `decoding`, the checksum of a
-    /// record at or past the expected seq is checked here (a damaged one is foreign); without,
-    /// it is left to its append.
-    init(_ message: JetStream.Message, of logID: UUID, expected: UInt64, decoding: Bool) {
-        guard let seq = MessageID.seq(message.id, of: logID) else {
-            self = .foreign(reason: message.id.map { "message id \($0)" } ?? "no message id")
+    /// Classifies `message` on the subject of `logID`. With `decoding`, the checksums of its
+    /// records from `expected` on are checked here (a damaged one is foreign); without, they
+    /// are left to their appends.
+    init(_ message: JetStream.Message, of logID: UUID, expected: UInt64, decoding: Bool, had: UInt64) {
+        let run: Shipment
+        do { run = try Shipment(message, of: logID) } catch {
+            self = .foreign(reason: error.reason)
             return
         }
-        if seq >= expected, decoding, let error = message.data.withUnsafeBytes({ bytes -> (any Error)? in
-            do { _ = try EventStore.decode(bytes, seq: seq) } catch { return error }
-            return nil
-        }) {
-            self = .foreign(reason: "\(error)")
-        } else if seq > expected {
-            self = .after(gap: expected...(seq - 1), seq: seq)
+        let first = run.seqs.lowerBound
+        if max(first, had + 1) < expected {
+            self = .foreign(reason: "a second message for record \(max(first, had + 1))")
+        } else if decoding, let damage = run.damage(from: expected) {
+            self = .foreign(reason: damage)
+        } else if first > expected {
+            self = .after(gap: expected...(first - 1), run)
         } else {
-            self = .record(seq: seq)
+            self = .run(run)
         }
     }
 }
@@ -455,12 +472,15 @@ public struct Puller {
         let id = logID.uuidString.lowercased()
         let newest = try retryingWhileUnavailable(for: retryFor) { try js.lastMessage(stream: stream, subject: subject) }
         guard newest != nil || follow else { throw FleetError(.refused, "stream \(stream) holds no log \(id)") }
-        // The newest record's seq; `nil` when the newest message is none (skipped if foreign
+        // The newest run of records; `nil` when the newest message is none (skipped if foreign
         // messages are, refused otherwise).
-        let end = newest.flatMap { MessageID.seq($0.id, of: logID) }
-        if let newest, end == nil, foreign == nil {
-            throw FleetError(.refused, "the newest message on \(subject) is not one of this log's records (message id \(newest.id ?? "none"))")
+        var newestRun: Shipment?
+        if let newest {
+            do { newestRun = try Shipment(newest, of: logID) } catch where foreign == nil {
+                throw FleetError(.refused, "the newest message on \(subject) is not one of this log's records (\(error.reason))")
+            } catch {}
         }
+        let end = newestRun?.seqs.upperBound
         do { try store.adoptLogID(logID) } catch let error as EventStoreError {
             throw FleetError(.refused, "\(store.path) is not a copy of log \(id): \(error)")
         }
@@ -469,16 +489,16 @@ public struct Puller {
         // The copy continues the stream's log only if its newest record is the stream's record
         // of that seq: found at the kept position, else met on the way from the start.
         var continues = local == 0
-        if !continues, let newest, let end, end <= local {
-            guard try store.storedRecord(end) == newest.data else { throw fork(store, seq: end, logID: logID) }
+        if !continues, let newest, let newestRun, let end, end <= local {
+            guard try store.holds(end, newestRun.record(end)) else { throw fork(store, seq: end, logID: logID) }
             if !follow { return Report(logID: logID, pulled: 0, through: local) }
             continues = end == local
             if continues { position.sequence = newest.sequence }
         }
         if !continues, let kept = try StreamPosition.read("pulled", stream: stream, in: store), kept.through == local,
            let held = try retryingWhileUnavailable(for: retryFor, { try js.message(stream: stream, sequence: kept.sequence) }),
-           MessageID.seq(held.id, of: logID) == local {
-            guard try store.storedRecord(local) == held.data else { throw fork(store, seq: local, logID: logID) }
+           let run = try? Shipment(held, of: logID), run.seqs.upperBound == local {
+            guard try store.holds(local, run.record(local)) else { throw fork(store, seq: local, logID: logID) }
             continues = true
             position.sequence = kept.sequence
         }
@@ -489,7 +509,8 @@ public struct Puller {
         if !follow, let newest, position.sequence >= newest.sequence { return report }
 
         let messages = try retryingWhileUnavailable(for: retryFor) { try js.messages(stream: stream, subject: subject, from: position.sequence + 1) }
-        var pending: [JetStream.Message] = []
+        // Whole messages' records, committed together with the sequence of the last of them.
+        var pending: [(seq: UInt64, bytes: ArraySlice<UInt8>)] = [], pendingThrough: UInt64 = 0
         func commit() throws {
             guard !pending.isEmpty else { return }
             do { try append() } catch let error as EventStoreError {
@@ -502,15 +523,14 @@ public struct Puller {
         }
         func append() throws {
             try store.transact { batch in
-                for message in pending {
-                    guard let seq = MessageID.seq(message.id, of: logID) else { continue }
-                    try message.data.withUnsafeBytes { _ = try batch.appendStored($0, seq: seq) }
+                for (seq, bytes) in pending {
+                    try bytes.withUnsafeBytes { _ = try batch.appendStored($0, seq: seq) }
                 }
-                position = StreamPosition(through: batch.lastSeq, sequence: pending[pending.count - 1].sequence)
+                position = StreamPosition(through: batch.lastSeq, sequence: pendingThrough)
                 try position.write("pulled", stream: stream, in: &batch, db: db)
             }
         }
-        // A message that is not the next record: told and skipped, or the pull refused.
+        // A message that is not the next records: told and skipped, or the pull refused.
         func skip(_ message: JetStream.Message, _ reason: String) throws {
             guard let foreign else { throw FleetError(.refused, "a message on \(subject) is not one of this log's records (\(reason))") }
             foreign(.skipped(message, of: logID, reason))
@@ -522,28 +542,29 @@ public struct Puller {
                 if follow { continue }
                 throw FleetError(.unavailable, "the stream stopped delivering log \(id) at seq \(report.through)\(end.map { " of \($0)" } ?? ""); pulling again resumes there")
             }
-            switch Delivery(message, of: logID, expected: expected, decoding: foreign != nil) {
-            case .record(let seq) where seq < expected && seq > local:
-                // A seq this pull has had: someone else's message under a record's id.
-                try skip(message, "a second message for record \(seq)")
-            case .record(let seq) where seq < expected:
-                // Already in the copy; its newest is where the copy must meet the stream.
-                if seq == local, !continues {
-                    guard try store.storedRecord(local) == message.data else { throw fork(store, seq: local, logID: logID) }
-                    continues = true
-                }
-            case .record(let seq):
-                guard continues else {
-                    throw FleetError(.refused, "stream \(stream) holds no record \(local) of log \(id) before record \(seq), so the copy in \(store.path) cannot be shown to continue it; nothing was pulled")
-                }
-                pending.append(message)
-                expected += 1
-                if pending.count == 1_024 { try commit() }
+            switch Delivery(message, of: logID, expected: expected, decoding: foreign != nil, had: local) {
             case .foreign(let reason):
                 try skip(message, reason)
-            case .after(let gap, let seq):
+            case .after(let gap, _):
                 try commit()
-                throw FleetError(.refused, "the stream skips from seq \(gap.lowerBound - 1) to \(seq) of log \(id): a gap, refused")
+                throw FleetError(.refused, "the stream skips from seq \(gap.lowerBound - 1) to \(gap.upperBound + 1) of log \(id): a gap, refused")
+            case .run(let run):
+                // Records the copy has come before the new ones; its newest is where the copy
+                // must meet the stream.
+                if !continues, run.seqs.contains(local), local < expected {
+                    guard try store.holds(local, run.record(local)) else { throw fork(store, seq: local, logID: logID) }
+                    continues = true
+                }
+                if run.seqs.upperBound >= expected {
+                    guard continues else {
+                        throw FleetError(.refused, "stream \(stream) holds no record \(local) of log \(id) before record \(max(expected, run.seqs.lowerBound)), "
+                            + "so the copy in \(store.path) cannot be shown to continue it; nothing was pulled")
+                    }
+                    pending += run.records.filter { $0.seq >= expected }
+                    pendingThrough = message.sequence
+                    expected = run.seqs.upperBound + 1
+                    if pending.count >= 1_024 { try commit() }
+                }
             }
             if !follow, let newest, message.sequence >= newest.sequence { break }
         }

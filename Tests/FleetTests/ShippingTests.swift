@@ -146,7 +146,8 @@ func storedRecords(_ store: EventStore) throws -> [[UInt8]] {
         let js = try JetStream(servers: nats.urls, timeout: 5)
         let subject = JetStream.Subjects.of(logID)
         let last = try #require(try js.lastMessage(stream: "EVENTLOG", subject: subject))
-        _ = try bytes.withUnsafeBytes { try js.publish($0, subject: subject, id: MessageID.of(logID, seq: 21), after: last.sequence) }
+        let body = Shipment.body(ordinal: 2, records: [bytes])
+        _ = try body.withUnsafeBytes { try js.publish($0, subject: subject, id: Shipment.id(logID, 21...21), after: last.sequence) }
 
         let copy = TemporaryDirectory()
         let store = try EventStore(path: copy.file("db"))

@@ -25,6 +25,8 @@ public final class NATSServers: @unchecked Sendable {
 
     private var nodes: [Node]
     private let directory: String
+    /// The largest message a node takes (its `max_payload`); `nil` for nats-server's 1 MiB.
+    private let maxPayload: Int?
 
     /// How long a node may take to answer once started: a wait, not a measure (a loaded
     /// machine starts it slowly).
@@ -36,8 +38,10 @@ public final class NATSServers: @unchecked Sendable {
     /// JetStream answers on every one. A node that finds one of its ports taken (another
     /// process bound it since it was chosen) gets fresh ones, and the nodes start again, a few
     /// times; a node that exits otherwise is an error at once, with the end of its log.
-    public init(count: Int = 1) throws {
+    /// `maxPayload` sets the largest message the nodes take, headers included.
+    public init(count: Int = 1, maxPayload: Int? = nil) throws {
         directory = NSTemporaryDirectory() + "eventlog-nats-\(UUID().uuidString)"
+        self.maxPayload = maxPayload
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         nodes = []
         for index in 0..<count {
@@ -150,6 +154,12 @@ public final class NATSServers: @unchecked Sendable {
         if nodes.count > 1 {
             let routes = nodes.filter { $0.name != node.name }.map { "nats://127.0.0.1:\($0.clusterPort)" }.joined(separator: ",")
             arguments += ["--cluster_name", "eventlog", "--cluster", "nats://127.0.0.1:\(node.clusterPort)", "--routes", routes]
+        }
+        if let maxPayload {
+            // No flag sets it: a configuration file does.
+            let config = directory + "/" + node.name + ".conf"
+            try "max_payload: \(maxPayload)\n".write(toFile: config, atomically: true, encoding: .utf8)
+            arguments += ["-c", config]
         }
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
