@@ -95,7 +95,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "EventLogBenchmarks",
-            dependencies: ["EventLog", "Objects", "Fleet", "LoopbackServer", "CLMDB", "CSQLite"],
+            dependencies: ["EventLog", "Objects", "Fleet", "LoopbackServer", "CLMDB", "CNATS", "CSQLite"],
             path: "Benchmarks/EventLogBenchmarks"
         ),
 

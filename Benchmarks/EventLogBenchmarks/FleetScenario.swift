@@ -1,3 +1,4 @@
+import CNATS
 import Dispatch
 import EventLog
 import Fleet
@@ -28,6 +29,9 @@ extension Scenarios {
         var shipped = 0
         let shipSeconds = try time { shipped = try shipper.ship().shipped }
         guard shipped == events else { throw BenchmarkError(description: "fleet.ship shipped \(shipped) of \(events) events") }
+        var records: [[UInt8]] = []
+        try store.forEachStoredRecord(after: 0) { _, bytes in records.append(Array(bytes)); return true }
+        let peerSeconds = try rawAsyncPublish(records, servers: nats.urls)
         var puller = Puller(servers: nats.urls)
         puller.stream = "BENCH"
         let copy = try EventStore(path: scratch.file("pulled.lmdb"))
@@ -75,9 +79,11 @@ extension Scenarios {
             throw BenchmarkError(description: "fleet.bisect found \(String(describing: finding.firstBad?.seq)) in a log that turns bad at \(badAt[finding.logID]!)")
         }
         return [
-            ScenarioReport(name: "fleet.ship", summary: "one log of \(events) events to JetStream on loopback, each publish acknowledged",
-                           measurements: [Measurement(subject: "eventlog ship", operations: events, seconds: shipSeconds), local],
-                           note: "a publish waits for its acknowledgement: the expected last subject sequence of the next one is the stream sequence it gets"),
+            ScenarioReport(name: "fleet.ship", summary: "one log of \(events) events to JetStream on loopback, exactly once",
+                           measurements: [Measurement(subject: "eventlog ship", operations: events, seconds: shipSeconds),
+                                          Measurement(subject: "nats.c async publish, a record a message", operations: events, seconds: peerSeconds), local],
+                           note: "ship sends runs of up to 1,024 records a message, each acknowledged before the next (its expected last subject sequence); "
+                               + "the peer publishes the same stored bytes without ids or expected sequences, 4,000 at a time in flight"),
             ScenarioReport(name: "fleet.pull", summary: "the same log back into a new database, checksums and writes checked",
                            measurements: [Measurement(subject: "eventlog pull", operations: events, seconds: pullSeconds), local]),
             ScenarioReport(name: "fleet.bisect", summary: "\(logs) logs of \(perLog) events: each pulled, then bisected with --where",
@@ -86,6 +92,53 @@ extension Scenarios {
                            comparesThroughput: false),
         ]
     }
+}
+
+/// The peer of `fleet.ship`: `records` published by nats.c alone to a stream of their own,
+/// each its own message, asynchronously (`js_PublishAsync`, at most 4,000 in flight, then
+/// `js_PublishAsyncComplete`), without message ids or expected sequences. Returns the seconds
+/// taken, once the stream says it holds them all.
+private func rawAsyncPublish(_ records: [[UInt8]], servers: String) throws -> Double {
+    func check(_ status: natsStatus, _ what: String) throws {
+        guard status == NATS_OK else { throw BenchmarkError(description: "the raw publish peer: \(what): \(String(cString: natsStatus_GetText(status)))") }
+    }
+    var connection: OpaquePointer?
+    try check(natsConnection_ConnectTo(&connection, servers), "connect")
+    defer { natsConnection_Destroy(connection) }
+    var options = jsOptions()
+    try check(jsOptions_Init(&options), "options")
+    options.PublishAsync.MaxPending = 4_000
+    var context: OpaquePointer?
+    try check(natsConnection_JetStream(&context, connection, &options), "JetStream")
+    defer { jsCtx_Destroy(context) }
+    var config = jsStreamConfig()
+    try check(jsStreamConfig_Init(&config), "stream config")
+    var created: UnsafeMutablePointer<jsStreamInfo>?
+    try "PEER".withCString { name in
+        try "peer.log".withCString { subject in
+            var subjects: [UnsafePointer<CChar>?] = [subject]
+            try subjects.withUnsafeMutableBufferPointer { list in
+                config.Name = name
+                config.Subjects = list.baseAddress
+                config.SubjectsLen = 1
+                try check(js_AddStream(&created, context, &config, nil, nil), "add stream PEER")
+            }
+        }
+    }
+    jsStreamInfo_Destroy(created)
+    let seconds = try time {
+        for record in records {
+            try check(record.withUnsafeBytes { js_PublishAsync(context, "peer.log", $0.baseAddress, Int32($0.count), nil) }, "publish")
+        }
+        try check(js_PublishAsyncComplete(context, nil), "complete")
+    }
+    var info: UnsafeMutablePointer<jsStreamInfo>?
+    try check(js_GetStreamInfo(&info, context, "PEER", nil, nil), "stream info")
+    defer { jsStreamInfo_Destroy(info) }
+    guard let held = info?.pointee.State.Msgs, held == UInt64(records.count) else {
+        throw BenchmarkError(description: "the raw publish peer: stream PEER holds \(info?.pointee.State.Msgs ?? 0) of \(records.count) records")
+    }
+    return seconds
 }
 
 extension Scenarios {

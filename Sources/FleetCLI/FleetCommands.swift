@@ -20,8 +20,9 @@ enum FleetCommands {
         name: "ship",
         summary: "Publish the log's records that the stream does not hold yet to NATS JetStream.",
         discussion: """
-            Each record goes as stored (checksum included) to the subject eventlog.<log id>, with
-            message id <log id>:<seq> and the subject's expected last sequence: a shipper killed at
+            Records go as stored (checksum included) to the subject eventlog.<log id>, in runs of
+            as many as a message carries (at most 1,024), each with message id
+            <log id>:<first>-<last> and the subject's expected last sequence: a shipper killed at
             any point and run again neither loses nor duplicates a record, and a gap is refused.
             Where the stream stands is asked of the stream at every start, and kept beside the log;
             another copy of the log that went its own way (a fork) is refused, even shipping at the
