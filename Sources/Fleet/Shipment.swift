@@ -50,7 +50,8 @@ struct Shipment {
     }
 
     /// `message` read as a run of `logID`'s records.
-    /// - Throws: `Foreign` when its id names no run of `logID`'s records, or its body does
+    /// - Throws: `Foreign` when its id names no run of `logID`'s records (seqs run from 1 to
+    ///   below `UInt64.max`, so that the seq after a run's last always exists), or its body does
     ///   not hold them as a shipper frames them (record checksums are not checked here).
     init(_ message: JetStream.Message, of logID: UUID) throws(Foreign) {
         try self.init(id: message.id, body: message.data, of: logID)
@@ -64,11 +65,11 @@ struct Shipment {
         }
         let name = id[id.index(after: colon)...]
         guard let dash = name.firstIndex(of: "-") else {
-            guard let seq = UInt64(name), seq > 0 else { throw Foreign(reason: "message id \(id)") }
+            guard let seq = UInt64(name), seq > 0, seq < .max else { throw Foreign(reason: "message id \(id)") }
             self.init(seqs: seq...seq, ordinal: seq, body: body, spans: [body.indices])
             return
         }
-        guard let first = UInt64(name[..<dash]), let last = UInt64(name[name.index(after: dash)...]), first > 0, first <= last else {
+        guard let first = UInt64(name[..<dash]), let last = UInt64(name[name.index(after: dash)...]), first > 0, first <= last, last < .max else {
             throw Foreign(reason: "message id \(id)")
         }
         guard body.count >= Self.ordinalBytes else { throw Foreign(reason: "a body too short for a run of records") }

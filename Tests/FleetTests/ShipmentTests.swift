@@ -102,6 +102,8 @@ import Testing
             (Shipment.id(logID, 1...2), Shipment.body(ordinal: 2, records: records), "says it is message 2"),
             (Shipment.id(logID, 1...2), Shipment.body(ordinal: 0, records: records), "says it is message 0"),
             ("\(logID.uuidString.lowercased()):0", [1], "message id"),
+            ("\(logID.uuidString.lowercased()):\(UInt64.max)", [1], "message id"),
+            ("\(logID.uuidString.lowercased()):1-\(UInt64.max)", good, "message id"),
         ]
         for (id, body, reason) in cases {
             let error = #expect(throws: Shipment.Foreign.self, "\(id ?? "nil")") { try Shipment(id: id, body: body, of: logID) }
