@@ -77,7 +77,7 @@ let package = Package(
         // Each family's `EventFamily` value (its code, read models and commands), for an app to list.
         .target(name: "ObjectsCLI", dependencies: ["EventLogCLI", "EventLog", "Objects"]),
         .target(name: "UpdatePromptsCLI", dependencies: ["EventLogCLI", "EventLog", "UpdatePrompts", "HTTPFetch"]),
-        .target(name: "DeploysCLI", dependencies: ["EventLogCLI", "EventLog", "Deploys", "HTTPFetch"]),
+        .target(name: "DeploysCLI", dependencies: ["EventLogCLI", "EventLog", "Deploys", "HTTPFetch", "Fleet", "FleetCLI"]),
         .target(name: "FleetCLI", dependencies: ["EventLogCLI", "EventLog", "Fleet"]),
         // The demo's command line: its code, its families and commands, on EventLogCLI's public API alone.
         .target(name: "DemoCLI", dependencies: ["EventLogCLI", "EffectsCLI", "DemoMessenger", "Effects", "EventLog", "ObjectsCLI", "UpdatePromptsCLI",

@@ -177,6 +177,21 @@ public struct DeployPublisher: Sendable {
         return previous
     }
 
+    /// The rollout of update `id` under way on `channel` of `runtimeVersion`: between 0 (reverted
+    /// or halted) and 99 percent.
+    /// - Throws: `DeployError.usage` for a bad channel name, or a channel whose rollout is of
+    ///   another update, finished (100: the update is `current`), or none; `.badManifest` for a
+    ///   rollout file that does not read; `.filesystem` when it cannot be read.
+    public func rolloutUnderWay(of id: String, runtimeVersion: String, channel channelName: String? = nil) throws(DeployError) -> Rollout {
+        _ = try DeployTarget(runtimeVersion: runtimeVersion)
+        let channel = try Channel(channelName, runtimeVersion: runtimeVersion, serverDirectory: serverDirectory)
+        guard let rollout = try channel.rollout(), rollout.update == id, rollout.percent < 100 else {
+            throw .usage("update \(id) is not rolling out on channel \(channel.displayName) of runtime version \(runtimeVersion) in \(serverDirectory)"
+                         + " (deploy publish --rollout PERCENT starts a rollout)")
+        }
+        return rollout
+    }
+
     private static func checkPercent(_ percent: Int) throws(DeployError) {
         guard (0...100).contains(percent) else { throw .usage("a rollout's percent is 0 to 100, not \(percent)") }
     }

@@ -48,6 +48,7 @@ enum DeployCommands {
                       needsServer: false, createsAppDirectory: false, showsStatus: true) { client in try client.recover(); return nil },
             publish,
             rollout,
+            gate,
         ]
     )
 
@@ -198,7 +199,7 @@ enum DeployCommands {
     }
 
     /// Option `name` as a percent, 0 to 100 (`10` or `10%`), or `nil` when it was not given.
-    private static func percent(_ arguments: ParsedArguments, _ name: String) throws(CLIError) -> Int? {
+    static func percent(_ arguments: ParsedArguments, _ name: String) throws(CLIError) -> Int? {
         guard let text = arguments.value(name) else { return nil }
         let digits = text.hasSuffix("%") ? String(text.dropLast()) : text
         guard digits.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }), let value = Int(digits), value <= 100 else {
@@ -254,7 +255,7 @@ enum DeployCommands {
 
     /// Bad input is exit 2; an app directory another client holds, or one that cannot be
     /// written, exit 3; a refused update is recorded and exits 1 after the run.
-    private static func cliError(_ error: DeployError) -> CLIError {
+    static func cliError(_ error: DeployError) -> CLIError {
         switch error {
         case .usage(let reason): CLIError.usage(reason)
         case .busy, .filesystem: CLIError.unavailable("\(error)")

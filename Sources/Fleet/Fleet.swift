@@ -246,6 +246,32 @@ public struct Fleet: Sendable {
         }
     }
 
+    /// One log of those that entered a state (``cohort(entering:reaching:logs:scratch:progress:)``).
+    public struct CohortMember: Sendable {
+        /// The log's id.
+        public var logID: UUID
+        /// The first event after which the log was in the entering state.
+        public var entered: EventRecord
+        /// The first event from `entered` on after which the state sought held; `nil` when
+        /// none did.
+        public var reached: EventRecord?
+    }
+
+    /// The logs (`logs`, or every log in the stream) that were ever in the state `entering`
+    /// describes (the installs that took an update, say), each with the first event from then
+    /// on after which `reaching` held (a rollback, say). Both are found by folding every event
+    /// in order, so a state left again is still seen, and each log is copied, examined and
+    /// removed as `stats` does. Members come in the order of `logs`, or of the stream's subjects.
+    /// - Throws: as ``stats(groupingBy:reaching:logs:scratch:progress:)`` does.
+    public func cohort(entering: StatePredicate, reaching: StatePredicate, logs requested: [UUID]? = nil, scratch: String,
+                       progress: @escaping @Sendable (Int) -> Void = { _ in }) throws -> [CohortMember] {
+        try survey(requested, scratch: scratch, progress: progress) { logID, copy, _ -> CohortMember? in
+            guard let seq = try copy.firstEvent(where: entering, linear: true).firstBad, let entered = try copy.record(seq) else { return nil }
+            let reached = try copy.firstEvent(where: reaching, from: seq, linear: true).firstBad.flatMap { try copy.record($0) }
+            return CohortMember(logID: logID, entered: entered, reached: reached)
+        }.compactMap { $0 }
+    }
+
     /// What started an event: its plan's source (a URL), else its origin, stream and type.
     public static func cause(of record: EventRecord) -> String {
         if let cause = record.event.cause, !cause.source.isEmpty { return cause.source }

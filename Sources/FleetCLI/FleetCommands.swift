@@ -4,7 +4,7 @@ import Fleet
 import Foundation
 
 /// `eventlog ship`, `pull` and `fleet`: logs of many installs in NATS JetStream.
-enum FleetCommands {
+package enum FleetCommands {
     static let all: [CommandSpec] = [ship, pull, fleet]
 
     static let streamOption = CommandSpec.Option(name: "stream", value: "NAME", help: "The JetStream stream (default EVENTLOG).")
@@ -142,11 +142,13 @@ enum FleetCommands {
         ]
     )
 
-    /// A `fleet` subcommand: the fleet its servers, stream and timeout describe, handed to `run`.
-    static func fleetSubcommand(_ name: String, _ summary: String, discussion: String? = nil, options: [CommandSpec.Option] = [],
-                                run: @escaping @Sendable (Fleet, ParsedArguments, CommandContext) throws -> ExitCode) -> CommandSpec {
-        CommandSpec(name: name, summary: summary, discussion: discussion,
-                    options: [serversOption(formerly: "from"), streamOption] + options + [timeoutOption]) { arguments, context in
+    /// A command that reads the fleet (a `fleet` subcommand, `deploy gate`): the fleet its
+    /// servers, stream and timeout describe, handed to `run`.
+    package static func fleetSubcommand(_ name: String, _ summary: String, discussion: String? = nil, arguments positionals: [CommandSpec.Argument] = [],
+                                        options: [CommandSpec.Option] = [], writes: Bool = false,
+                                        run: @escaping @Sendable (Fleet, ParsedArguments, CommandContext) throws -> ExitCode) -> CommandSpec {
+        CommandSpec(name: name, summary: summary, discussion: discussion, arguments: positionals,
+                    options: [serversOption(formerly: "from"), streamOption] + options + [timeoutOption], writes: writes) { arguments, context in
             var fleet = Fleet(servers: try servers(arguments))
             fleet.stream = try stream(arguments)
             fleet.timeout = try arguments.seconds("timeout") ?? 5
@@ -249,7 +251,7 @@ enum FleetCommands {
     }
 
     /// `--where EXPR` parsed; a syntax error is a usage error naming the column.
-    private static func wherePredicate(_ text: String?) throws(CLIError) -> StatePredicate? {
+    package static func wherePredicate(_ text: String?) throws(CLIError) -> StatePredicate? {
         try text.map { (text) throws(CLIError) -> StatePredicate in
             do { return try StatePredicate(parsing: text) } catch { throw CLIError.usage("--where: \(error)") }
         }
@@ -296,7 +298,7 @@ enum FleetCommands {
     }
 
     /// `--logs ID,…`, or `nil` for every log.
-    private static func requestedLogs(_ arguments: ParsedArguments) throws(CLIError) -> [UUID]? {
+    package static func requestedLogs(_ arguments: ParsedArguments) throws(CLIError) -> [UUID]? {
         try arguments.value("logs").map { (list) throws(CLIError) -> [UUID] in
             try list.split(separator: ",").map { (id) throws(CLIError) -> UUID in
                 guard let logID = UUID(uuidString: String(id)) else { throw CLIError.usage("--logs: \"\(Render.escaped(String(id)))\" is not a log id") }
@@ -306,7 +308,7 @@ enum FleetCommands {
     }
 
     /// A directory this call creates for the copies, to be removed (empty) once they are.
-    private static func scratchDirectory() throws(CLIError) -> String {
+    package static func scratchDirectory() throws(CLIError) -> String {
         let scratch = NSTemporaryDirectory() + "eventlog-fleet-\(UUID().uuidString)"
         guard mkdir(scratch, 0o700) == 0 else { throw CLIError.unavailable("cannot create \(scratch): \(String(cString: strerror(errno)))") }
         return scratch
@@ -359,7 +361,7 @@ enum FleetCommands {
 /// Runs fleet code and turns its errors into the CLI's: an unreachable server is exit 3, a
 /// refusal (a gap, another log's records, a damaged record) exit 1; the log's own errors as
 /// `attempt` turns them.
-func fleetAttempt<R>(writingTo database: String? = nil, _ body: () throws -> R) throws(CLIError) -> R {
+package func fleetAttempt<R>(writingTo database: String? = nil, _ body: () throws -> R) throws(CLIError) -> R {
     try attempt(writingTo: database) {
         do {
             return try body()
