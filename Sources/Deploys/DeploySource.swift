@@ -11,14 +11,21 @@ public struct DeployTarget: Sendable, Hashable {
     public var projectToken: String?
     /// The channel asked for (`expo-channel-name`); `nil` for the server's default channel.
     public var channel: String?
+    /// The id of the update embedded in the app (the bundle it runs when none is installed),
+    /// lowercased: sent as `expo-embedded-update-id`, and as `expo-current-update-id` while
+    /// the embedded bundle runs, as Expo's client sends them (so a server that rolls back to
+    /// the embedded update answers `noUpdateAvailable` once it runs). `nil`: none is sent.
+    public var embeddedUpdateID: String?
 
     /// A target, checked so that each value can travel as an HTTP header and the runtime
     /// version can name a directory.
     /// - Throws: `DeployError.usage` for a runtime version that is not 1 to 255 printable
     ///   ASCII characters without spaces, `/` or `\` (or is `.` or `..`), a platform other
     ///   than `ios` or `android`, a project token that is empty or not printable ASCII
-    ///   without spaces, or a channel `Channel.problem(with:)` refuses.
-    public init(runtimeVersion: String, platform: String = "ios", projectToken: String? = nil, channel: String? = nil) throws(DeployError) {
+    ///   without spaces, a channel `Channel.problem(with:)` refuses, or an embedded update id
+    ///   that is not a UUID.
+    public init(runtimeVersion: String, platform: String = "ios", projectToken: String? = nil, channel: String? = nil,
+                embeddedUpdateID: String? = nil) throws(DeployError) {
         // Printable ASCII: it travels as an HTTP header and names a directory.
         guard !runtimeVersion.isEmpty, runtimeVersion.utf8.count <= 255,
               runtimeVersion.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) && $0 != "/" && $0 != "\\" }),
@@ -30,6 +37,10 @@ public struct DeployTarget: Sendable, Hashable {
             throw .usage("the project token must be printable ASCII without spaces")
         }
         if let channel, let problem = Channel.problem(with: channel) { throw .usage(problem) }
+        if let embeddedUpdateID, UUID(uuidString: embeddedUpdateID) == nil {
+            throw .usage("the embedded update id must be a UUID, not \"\(embeddedUpdateID)\"")
+        }
+        self.embeddedUpdateID = embeddedUpdateID?.lowercased()
         self.runtimeVersion = runtimeVersion
         self.platform = platform
         self.projectToken = projectToken
@@ -77,7 +88,8 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
         case .server(let url):
             var headers = ["expo-protocol-version": "1", "expo-platform": target.platform, "expo-runtime-version": target.runtimeVersion,
                            "accept": "multipart/mixed, application/expo+json, application/json"]
-            if let current { headers["expo-current-update-id"] = current }
+            if let current = current ?? target.embeddedUpdateID { headers["expo-current-update-id"] = current }
+            if let embedded = target.embeddedUpdateID { headers["expo-embedded-update-id"] = embedded }
             if let token = target.projectToken { headers["authorization"] = "Bearer \(token)" }
             if let channel = target.channel { headers["expo-channel-name"] = channel }
             if let installID { headers["eas-client-id"] = installID }

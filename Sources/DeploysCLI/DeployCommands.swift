@@ -59,6 +59,7 @@ enum DeployCommands {
         .init(name: "runtime-version", value: "V", help: "The native app's runtime version: only updates for it are offered."),
         .init(name: "platform", value: "P", help: "ios (default) or android."),
         channelOption("Ask for the updates of this channel (sent as expo-channel-name; default the server's default channel)."),
+        .init(name: "embedded-update-id", value: "UUID", help: "The id of the update embedded in the app: sent as expo-embedded-update-id, and as the current one while it runs."),
         .init(name: "project-token", value: "TOKEN", help: "Sent as Authorization: Bearer TOKEN."),
         .init(name: "timeout", value: "SECONDS", help: "How long the server may stay silent (default 30)."),
         .init(name: "deadline", value: "SECONDS", help: "How long a manifest request, or an update's whole download, may take (default 600)."),
@@ -313,7 +314,7 @@ enum DeployCommands {
         let directory: AppDirectory
         do {
             target = try DeployTarget(runtimeVersion: runtime, platform: arguments.value("platform") ?? "ios", projectToken: token,
-                                      channel: arguments.value("channel"))
+                                      channel: arguments.value("channel"), embeddedUpdateID: arguments.value("embedded-update-id"))
         } catch {
             throw cliError(error)
         }

@@ -99,6 +99,38 @@ struct DeployConformanceTests {
         #expect(try harness.expectReplayAgrees().divergence == nil)
     }
 
+    /// The reference client's `expo-embedded-update-id`: sent with every request, and as
+    /// `expo-current-update-id` while the embedded bundle runs, so that the update server
+    /// (as Expo's reference server) answers a rollback to the embedded update with
+    /// `noUpdateAvailable` once the app runs it, instead of rolling back again and again. An
+    /// installed update is the current one; without the id, neither header names it.
+    @Test func theEmbeddedUpdateIdIsSentAndEndsARollbackToIt() throws {
+        let harness = try DeployHarness()
+        let embedded = "D3A1F7C2-5B7E-4C1A-9E0B-2F6D8A4C1E3B"
+        #expect(throws: DeployError.usage("the embedded update id must be a UUID, not \"embedded\"")) {
+            try DeployTarget(runtimeVersion: "1.0", embeddedUpdateID: "embedded")
+        }
+        try harness.publish(["index.html": "one"], id: "u1")
+        let client = try harness.client(embeddedUpdateID: embedded)
+        try client.deliver()
+        try client.confirmLaunch()
+        try harness.serve("rollBackToEmbedded", as: "updates/1.0/current")
+        #expect(try client.check() == nil)
+        #expect(try harness.deploy("workingUpdate") == nil && harness.deploy("phase") == "rolledBack")
+        let before = try harness.store.lastSeq()
+        #expect(try client.check() == nil)
+        #expect(try harness.transitions(after: before) == ["checkStarted", "noNewDeploy"])
+        let sent = try harness.manifestRequests()
+        #expect(sent.count == 3)
+        #expect(sent.allSatisfy { $0["expo-embedded-update-id"] == .string(embedded.lowercased()) })
+        #expect(sent.map { $0["expo-current-update-id"] } == [.string(embedded.lowercased()), "u1", .string(embedded.lowercased())])
+        let plain = try DeployHarness()
+        try plain.publish(["index.html": "one"], id: "u1")
+        try plain.client().check()
+        #expect(try plain.manifestRequests().allSatisfy { $0["expo-embedded-update-id"] == nil && $0["expo-current-update-id"] == nil })
+        #expect(try harness.expectReplayAgrees().divergence == nil)
+    }
+
     /// Publishes a one-page update and gives its manifest `metadata`, as a server would.
     private func publish(_ harness: DeployHarness, id: String, metadata: [String: String]) throws {
         try harness.publish(["index.html": id], id: id)

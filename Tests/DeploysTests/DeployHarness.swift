@@ -48,10 +48,10 @@ final class DeployHarness {
                                      channel: channel, rolloutPercent: rolloutPercent)
     }
 
-    func client(runtime: String = "1.0", channel: String? = nil, overHTTP: Bool = true) throws -> DeployClient {
+    func client(runtime: String = "1.0", channel: String? = nil, embeddedUpdateID: String? = nil, overHTTP: Bool = true) throws -> DeployClient {
         let client = DeployClient(store: store, directory: try AppDirectory(path: appDirectory),
                                   source: overHTTP ? .server(manifestURL) : .directory(serverDirectory),
-                                  target: try DeployTarget(runtimeVersion: runtime, channel: channel))
+                                  target: try DeployTarget(runtimeVersion: runtime, channel: channel, embeddedUpdateID: embeddedUpdateID))
         client.timeout = 10
         return client
     }

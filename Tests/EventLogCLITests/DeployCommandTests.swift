@@ -215,7 +215,7 @@ struct DeployCommandTests {
 
     @Test func badCommandLines() throws {
         for (arguments, message) in [
-            (["deploy", "launch"], "unknown subcommand 'launch' for 'deploy'; the subcommands are: check, download, install, deliver, foreground, confirm, status, publish, rollout"),
+            (["deploy", "launch"], "unknown subcommand 'launch' for 'deploy'; the subcommands are: check, download, install, deliver, foreground, confirm, status, publish, rollout, gate"),
             (["deploy", "check", "--runtime-version", "1.0"], "deploy needs --server URL|DIR"),
             (["deploy", "check", "--server", server], "deploy needs --runtime-version V"),
             (["deploy", "check", "--server", server, "--runtime-version", "1.0", "--platform", "web"], "the platform must be ios or android, not \"web\""),
