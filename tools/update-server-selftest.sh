@@ -277,11 +277,10 @@ expect "no per-request lines on stderr without --verbose" "$(wc -c < "$WORK/err.
 start SLOW --rate 100000
 T=$(curl -s -o "$WORK/slow.body" -w '%{time_total}' "$SLOW/assets/$PNG")
 expect "--rate 100000: 300 kB image still hashes to its key" "$(b64key "$WORK/slow.body")" "$PNG"
-python3 -c "import sys; sys.exit(0 if 2.5 <= float(sys.argv[1]) <= 6 else 1)" "$T" \
-    && ok "--rate 100000: 300 kB took ${T}s (about 3 s expected)" || bad "--rate 100000: timing" "${T}s"
-T=$(curl -s -o /dev/null -w '%{time_total}' "$URL/assets/$PNG")
-python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < 1 else 1)" "$T" \
-    && ok "no --rate: 300 kB took ${T}s" || bad "no --rate: timing" "${T}s"
+# A floor only: 300 kB at 100 kB/s cannot take much under 3 s however fast the machine, while a
+# loaded one may take any time longer (no ceiling is asserted).
+python3 -c "import sys; sys.exit(0 if 2.5 <= float(sys.argv[1]) else 1)" "$T" \
+    && ok "--rate 100000: 300 kB took ${T}s (3 s at the least)" || bad "--rate 100000: not throttled" "${T}s"
 # Kill the slow server mid-download: the client must see a short body.
 curl -s -o "$WORK/cut.body" "$SLOW/assets/$PNG" & CURL=$!
 sleep 1
