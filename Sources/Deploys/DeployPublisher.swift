@@ -163,9 +163,7 @@ public struct DeployPublisher: Sendable {
         _ = try DeployTarget(runtimeVersion: runtimeVersion)
         try Self.checkPercent(percent)
         let channel = try Channel(channelName, runtimeVersion: runtimeVersion, serverDirectory: serverDirectory)
-        guard AppDirectory.isSafeUpdateID(id), FileManager.default.fileExists(atPath: serverDirectory + "/updates/" + runtimeVersion + "/" + id + ".json") else {
-            throw .usage("no update \(id) is published for runtime version \(runtimeVersion) in \(serverDirectory)")
-        }
+        try checkPublished(id, runtimeVersion: runtimeVersion)
         let lock = try PublishLock(serverDirectory: serverDirectory, created: CreatedPaths(), isCancelled: isCancelled)
         defer { lock.release() }
         let previous = try channel.rollout()
@@ -178,18 +176,28 @@ public struct DeployPublisher: Sendable {
     }
 
     /// The rollout of update `id` under way on `channel` of `runtimeVersion`: between 0 (reverted
-    /// or halted) and 99 percent.
-    /// - Throws: `DeployError.usage` for a bad channel name, or a channel whose rollout is of
-    ///   another update, finished (100: the update is `current`), or none; `.badManifest` for a
-    ///   rollout file that does not read; `.filesystem` when it cannot be read.
+    /// or halted) and 99 percent, of an update still published, so that `rollout(_:…)` can
+    /// change it.
+    /// - Throws: `DeployError.usage` for a bad channel name, an update not published for
+    ///   `runtimeVersion`, or a channel whose rollout is of another update, finished (100: the
+    ///   update is `current`), or none; `.badManifest` for a rollout file that does not read;
+    ///   `.filesystem` when it cannot be read.
     public func rolloutUnderWay(of id: String, runtimeVersion: String, channel channelName: String? = nil) throws(DeployError) -> Rollout {
         _ = try DeployTarget(runtimeVersion: runtimeVersion)
         let channel = try Channel(channelName, runtimeVersion: runtimeVersion, serverDirectory: serverDirectory)
+        try checkPublished(id, runtimeVersion: runtimeVersion)
         guard let rollout = try channel.rollout(), rollout.update == id, rollout.percent < 100 else {
             throw .usage("update \(id) is not rolling out on channel \(channel.displayName) of runtime version \(runtimeVersion) in \(serverDirectory)"
                          + " (deploy publish --rollout PERCENT starts a rollout)")
         }
         return rollout
+    }
+
+    /// Update `id` must be published for `runtimeVersion` here.
+    private func checkPublished(_ id: String, runtimeVersion: String) throws(DeployError) {
+        guard AppDirectory.isSafeUpdateID(id), FileManager.default.fileExists(atPath: serverDirectory + "/updates/" + runtimeVersion + "/" + id + ".json") else {
+            throw .usage("no update \(id) is published for runtime version \(runtimeVersion) in \(serverDirectory)")
+        }
     }
 
     private static func checkPercent(_ percent: Int) throws(DeployError) {

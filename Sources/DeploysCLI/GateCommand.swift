@@ -18,7 +18,8 @@ extension DeployCommands {
             --where) is appended to --db first; then a tripped gate takes the rollout to 0%, as
             deploy rollout --percent 0 does: installs that have the update keep it until a newer
             one comes. Exit 1 when the share is over --max-share (the rollout is halted, or was
-            already), 0 when the rollout may go on.
+            already), 0 when the rollout may go on, 3 when the fleet cannot be read. A log with
+            records missing (a gap) is read up to them, with a warning.
               eventlog deploy gate UPDATE --servers nats://127.0.0.1:4222 --server-dir srv --runtime-version 1 \
                 --where 'deploy.phase == "rolledBack"' --max-share 2%
             """#,
@@ -61,9 +62,15 @@ extension DeployCommands {
         let scratch = try FleetCommands.scratchDirectory()
         defer { rmdir(scratch) }
         let console = context.console
-        let members = try fleetAttempt {
-            try fleet.cohort(entering: took, reaching: reaching, logs: logs, scratch: scratch, progress: { done in console.progress("\(done) logs read") })
-        }.sorted { $0.logID.uuidString < $1.logID.uuidString }
+        let members: [Fleet.CohortMember]
+        do {
+            members = try fleetAttempt {
+                try fleet.cohort(entering: took, reaching: reaching, logs: logs, scratch: scratch, progress: { done in console.progress("\(done) logs read") })
+            }.sorted { $0.logID.uuidString < $1.logID.uuidString }
+        } catch where error.code == .problem {
+            // Exit 1 says the gate tripped: a fleet that cannot be read (no such stream or log) is exit 3.
+            throw CLIError.unavailable(error.message)
+        }
         console.endProgress()
         let reached = members.filter { $0.reached != nil }
         let tripped = GateRules.trips(reached: reached.count, of: members.count, maxShare: maxShare)

@@ -64,12 +64,17 @@ struct Shipment {
             throw Foreign(reason: "message id \(id)")
         }
         let name = id[id.index(after: colon)...]
+        // Seqs as a shipper writes them: decimal digits without a sign or a leading zero.
+        func seq(_ text: Substring) -> UInt64? {
+            guard text.first != "0", text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
+            return UInt64(text)
+        }
         guard let dash = name.firstIndex(of: "-") else {
-            guard let seq = UInt64(name), seq > 0, seq < .max else { throw Foreign(reason: "message id \(id)") }
+            guard let seq = seq(name), seq < .max else { throw Foreign(reason: "message id \(id)") }
             self.init(seqs: seq...seq, ordinal: seq, body: body, spans: [body.indices])
             return
         }
-        guard let first = UInt64(name[..<dash]), let last = UInt64(name[name.index(after: dash)...]), first > 0, first <= last, last < .max else {
+        guard let first = seq(name[..<dash]), let last = seq(name[name.index(after: dash)...]), first <= last, last < .max else {
             throw Foreign(reason: "message id \(id)")
         }
         guard body.count >= Self.ordinalBytes else { throw Foreign(reason: "a body too short for a run of records") }

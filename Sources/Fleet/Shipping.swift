@@ -423,7 +423,9 @@ public struct Puller {
     /// Seconds a request keeps being tried while the servers are out of reach, once connected.
     public var retryFor = 30.0
     /// What becomes of a message on the log's subject that is not its next record: `nil` (the
-    /// default) refuses the pull there; a function is told of it, and the pull skips it.
+    /// default) refuses the pull there; a function is told of it, and the pull skips it. Records
+    /// missing before a message (a gap) are told too, and the pull ends before them, since a
+    /// log cannot go on after a gap.
     public var foreign: (@Sendable (StreamNotice) -> Void)?
 
     /// A puller from the default stream at `servers`; nothing is connected until `pull`.
@@ -547,7 +549,14 @@ public struct Puller {
                 try skip(message, reason)
             case .after(let gap, _):
                 try commit()
-                throw FleetError(.refused, "the stream skips from seq \(gap.lowerBound - 1) to \(gap.upperBound + 1) of log \(id): a gap, refused")
+                guard let foreign else {
+                    throw FleetError(.refused, "the stream skips from seq \(gap.lowerBound - 1) to \(gap.upperBound + 1) of log \(id): a gap, refused")
+                }
+                // A log cannot go on after a gap: the copy ends before it.
+                foreign(StreamNotice(logID: logID, subject: subject, streamSequence: message.sequence,
+                                     finding: "records \(gap.lowerBound)-\(gap.upperBound) are missing before this one (deleted, or dropped by the stream's limits); "
+                                         + "the log is read through seq \(gap.lowerBound - 1)"))
+                return report
             case .run(let run):
                 // Records the copy has come before the new ones; its newest is where the copy
                 // must meet the stream.

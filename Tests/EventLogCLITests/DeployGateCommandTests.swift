@@ -93,6 +93,10 @@ import Testing
         #expect(again.out.hasSuffix("(40.0%, more than the 30% allowed): the rollout was already halted (0%)\n"), "\(again.out)")
         for id in rolledBack { #expect(again.out.contains("\(id)  took it at event 3; first bad event 5, "), "\(again.out)") }
 
+        // A fleet that cannot be read is exit 3, never the 1 of a tripped gate.
+        let unread = gate(nats.urls, ["--stream", "NOPE"])
+        #expect(unread.code == 3 && unread.err.hasPrefix("Error: cannot read stream NOPE"), "\(unread.err)")
+
         let log = eventlog(["log", "--json", "--db", gateLog])
         let types = log.out.split(separator: "\n").compactMap { try? StateValue(json: String($0))["type"]?.stringValue }
         #expect(types == ["rolloutKept", "rolloutHalted", "rolloutHalted"], "\(log.out)")
@@ -120,6 +124,10 @@ import Testing
         #expect(missing.code == 2 && missing.err.hasPrefix("Error: deploy gate needs --where EXPR"), "\(missing.err)")
         let unreachable = gate(nowhere, ["--timeout", "1"])
         #expect(unreachable.code == 3, "\(unreachable.err)")
+        // A rollout whose update is no longer published could not be halted: refused first.
+        try FileManager.default.removeItem(atPath: server + "/updates/1/v2.json")
+        let unpublished = gate(nowhere)
+        #expect(unpublished.code == 2 && unpublished.err.hasPrefix("Error: no update v2 is published for runtime version 1 in \(server)"), "\(unpublished.err)")
         #expect(rollout == before)
         #expect(!FileManager.default.fileExists(atPath: gateLog))
     }

@@ -84,6 +84,37 @@ import Testing
         #expect(try Shipper(store: log.store, servers: nats.urls).ship().shipped == 0)
     }
 
+    /// Records missing from one log (a message deleted) do not stop a bisect of the fleet:
+    /// that log is read up to them, with a notice, and every other log as it is; a pull of
+    /// that log alone refuses the gap.
+    @Test func aLogWithAGapIsReadUpToItAndTheOtherLogsAllTheSame() throws {
+        let nats = try NATSServers()
+        let js = try JetStream(servers: nats.urls, timeout: 5)
+        let gapped = try counterLog(10)
+        for _ in 0..<2 {
+            try Shipper(store: gapped.store, servers: nats.urls).ship()
+            try appendCounter(10, to: gapped.store)
+        }
+        try Shipper(store: gapped.store, servers: nats.urls).ship()
+        let whole = try counterLog(30)
+        try Shipper(store: whole.store, servers: nats.urls).ship()
+        #expect(try heldMessages(js, of: gapped.store) == 3)
+        try js.deleteMessage(stream: "EVENTLOG", sequence: 2)
+        let notices = Notices()
+        var fleet = Fleet(servers: nats.urls)
+        fleet.foreign = notices.add
+        let gappedID = try #require(try gapped.store.logID), wholeID = try #require(try whole.store.logID)
+        let scratch = TemporaryDirectory()
+        let findings = try fleet.bisect(where: try StatePredicate(parsing: "count >= 25"), logs: [gappedID, wholeID], scratch: scratch.path)
+        #expect(findings.map(\.events) == [10, 30])
+        #expect(findings.map { $0.firstBad?.seq } == [nil, 25])
+        #expect(notices.take() == [StreamNotice(logID: gappedID, subject: JetStream.Subjects.of(gappedID), streamSequence: 3,
+                                                finding: "records 11-20 are missing before this one (deleted, or dropped by the stream's limits); the log is read through seq 10")])
+        let copy = TemporaryDirectory()
+        let refused = #expect(throws: FleetError.self) { try Puller(servers: nats.urls).pull(gappedID, into: try EventStore(path: copy.file("db"))) }
+        #expect(refused?.description.contains("the stream skips from seq 10 to 21") == true, "\(String(describing: refused))")
+    }
+
     /// Runs whose framing lies are not the log's records, whatever their id says.
     @Test func aMessageFramedWronglyIsForeign() throws {
         let logID = UUID()
@@ -104,6 +135,10 @@ import Testing
             ("\(logID.uuidString.lowercased()):0", [1], "message id"),
             ("\(logID.uuidString.lowercased()):\(UInt64.max)", [1], "message id"),
             ("\(logID.uuidString.lowercased()):1-\(UInt64.max)", good, "message id"),
+            ("\(logID.uuidString.lowercased()):+1-2", good, "message id"),
+            ("\(logID.uuidString.lowercased()):01-02", good, "message id"),
+            ("\(logID.uuidString.lowercased()):1-+2", good, "message id"),
+            ("\(logID.uuidString.lowercased()): 1-2", good, "message id"),
         ]
         for (id, body, reason) in cases {
             let error = #expect(throws: Shipment.Foreign.self, "\(id ?? "nil")") { try Shipment(id: id, body: body, of: logID) }
