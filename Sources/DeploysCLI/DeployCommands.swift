@@ -153,10 +153,7 @@ enum DeployCommands {
             per channel: finish (100) or revert (0) one before starting another.
             """,
         arguments: [.init(name: "UPDATE_ID", help: "A published update of the runtime version.")],
-        options: [
-            .init(name: "server-dir", value: "SERVER_DIR", help: "The server directory the update is published in."),
-            .init(name: "runtime-version", value: "V", help: "The runtime version it is published for."),
-            channelOption("The channel (default the default channel)."),
+        options: rolloutOptions + [
             .init(name: "percent", value: "N", help: "The share of the channel's installs, 0 to 100 (a trailing % is allowed)."),
         ]
     ) { arguments, context in
@@ -181,6 +178,14 @@ enum DeployCommands {
         }
         return .ok
     }
+
+    /// The options that name an update's rollout: where it is published, for which runtime
+    /// version, on which channel.
+    static let rolloutOptions: [CommandSpec.Option] = [
+        .init(name: "server-dir", value: "SERVER_DIR", help: "The server directory the update is published in."),
+        .init(name: "runtime-version", value: "V", help: "The runtime version it is published for."),
+        channelOption("The channel (default the default channel)."),
+    ]
 
     static func channelOption(_ help: String) -> CommandSpec.Option {
         CommandSpec.Option(name: "channel", value: "NAME", help: help)

@@ -24,10 +24,7 @@ extension DeployCommands {
                 --where 'deploy.phase == "rolledBack"' --max-share 2%
             """#,
         arguments: [.init(name: "UPDATE_ID", help: "The update rolling out.")],
-        options: [
-            .init(name: "server-dir", value: "SERVER_DIR", help: "The server directory the update is rolling out from."),
-            .init(name: "runtime-version", value: "V", help: "The runtime version it is published for."),
-            channelOption("The channel (default the default channel)."),
+        options: rolloutOptions + [
             .init(name: "where", value: "EXPR", help: "What an install must not reach, as for eventlog bisect --where."),
             .init(name: "max-share", value: "PERCENT", help: "The most of the installs that took the update that may reach it (0 to 100; a trailing % is allowed)."),
             .init(name: "logs", value: "ID[,ID…]", help: "Only these logs."),
