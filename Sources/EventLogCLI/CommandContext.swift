@@ -25,7 +25,10 @@ public struct CommandContext: Sendable {
     public func printJSON(_ value: StateValue) { console.line(value.json()) }
 
     /// Opens the event log; read-only unless `writable`, in which case it is created when
-    /// missing. Failures become exit code 3 with a one-line reason; damage, exit code 1.
+    /// missing, and its retention policy never drops what a family of the app shipped from
+    /// it but the stream does not hold yet (``EventStore/Options/retentionHold``, with the
+    /// families' `shippedThrough`; a log never shipped is not held). Failures become exit code
+    /// 3 with a one-line reason; damage, exit code 1.
     /// - Parameters:
     ///   - writable: Open for appending, creating the log when missing. Only a command declared
     ///     with `writes: true` may ask for it: it alone removes a log it created when it fails.
@@ -35,6 +38,11 @@ public struct CommandContext: Sendable {
         var options = EventStore.Options()
         options.readOnly = !writable
         options.clock = clock
+        // A log that a family ships keeps, under a retention policy, what it has not shipped.
+        let shippers = app.families.compactMap(\.shippedThrough)
+        if writable, !shippers.isEmpty {
+            options.retentionHold = { store in try shippers.compactMap { try $0(store) }.min() }
+        }
         do {
             return try EventStore(path: databasePath, options: options)
         } catch let error as EventStoreError {

@@ -71,6 +71,25 @@ import Testing
         try expectPulledCopyEquals(db, id: id, from: nats.urls)
     }
 
+    /// A retention policy stored with `compact --policy` never drops what the log shipped
+    /// but the stream does not hold yet: the writers of the app (with the fleet family) hold
+    /// their steps at the shipped position, and catch up once the rest is shipped.
+    @Test func aPolicyWaitsForTheShipBeforeDroppingEvents() throws {
+        let nats = try NATSServers()
+        let db = try log("held", events: 50)
+        #expect(try runEventlog(["ship", "--servers", nats.urls, "--db", db]).code == 0)
+        #expect(try runEventlog(["compact", "--policy", "keep-last=10", "--db", db]).code == 0)
+        #expect(try runEventlog(["import", "-", "--db", db], stdin: counterEvents(key: "held", count: 500, start: 50)).code == 0)
+        func info() throws -> StateValue { try StateValue(json: try runEventlog(["info", "--json", "--db", db]).out) }
+        let held = try info()
+        #expect(held["firstSeq"] == 51 && held["lastSeq"] == 550, "\(held)")
+        #expect(try runEventlog(["ship", "--servers", nats.urls, "--db", db]).code == 0)
+        #expect(try runEventlog(["import", "-", "--db", db], stdin: counterEvents(key: "held", count: 1, start: 550)).code == 0)
+        let after = try info()
+        #expect((after["firstSeq"]?.intValue ?? 0) > 500 && after["lastSeq"] == 551, "\(after)")
+        #expect(try runEventlog(["verify", "--db", db]).code == 0)
+    }
+
     @Test func aServerThatIsDownExitsThreeAndShippingResumesWhenItIsBack() throws {
         let nats = try NATSServers()
         let db = try log("down", events: 500)

@@ -42,9 +42,14 @@ public final class EventStore: @unchecked Sendable {
         /// removes one). Writers apply the stored policy after their commits. A policy keeps at
         /// least 1 event or 1 day; one of 0 traps.
         public var retention: RetentionPolicy?
+        /// The newest seq a retention step may drop, asked before each step: `nil` (the
+        /// default, or as the function's answer) holds nothing back. A family that ships logs
+        /// holds back what was not shipped (`Shipper.shippedThrough`), so that a policy never
+        /// drops an event the fleet has not got.
+        public var retentionHold: (@Sendable (_ store: EventStore) throws -> UInt64?)?
 
         /// The defaults: read-write, `.full` durability, a 64 MiB initial map, `KeyframePolicy()`,
-        /// the system clock, and the retention policy the log has.
+        /// the system clock, the retention policy the log has, and no hold on it.
         public init() {}
     }
 
@@ -71,6 +76,8 @@ public final class EventStore: @unchecked Sendable {
     let knownBase = Atomic<UInt64>(0)
     let groupCommitter = GroupCommitter()
     let appendQueue = AppendQueue()
+    /// The newest seq a retention step may drop (``Options/retentionHold``).
+    let retentionHold: (@Sendable (EventStore) throws -> UInt64?)?
     /// Why this store's last retention step failed; while set, it runs no more.
     let retentionFailure = Locked<(any Error)?>(nil)
 
@@ -130,6 +137,7 @@ public final class EventStore: @unchecked Sendable {
         environment = try Environment.open(path: path, options: environmentOptions)
         isReadOnly = options.readOnly
         clock = options.clock
+        retentionHold = options.retentionHold
 
         let open = { (txn: borrowing Transaction, writable: Bool) throws -> (Database, Database, Database, KeyframePolicy, UInt32) in
             // Only a brand-new environment becomes a log: one holding anything else (another

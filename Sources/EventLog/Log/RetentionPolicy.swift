@@ -180,9 +180,12 @@ extension EventStore {
         }
     }
 
-    /// The first event a step of `policy` keeps, or `nil` when it would drop nothing.
+    /// The first event a step of `policy` keeps, or `nil` when it would drop nothing; never
+    /// past the retention hold.
     func retentionCut(_ policy: RetentionPolicy) throws -> UInt64? {
-        try environment.read { txn in
+        // Asked before the read: the hold reads the store in a transaction of its own.
+        let hold = try retentionHold?(self)
+        return try environment.read { txn in
             let (base, last) = try window(in: txn)
             // The log keeps at least one event; a step drops at most `stepEvents`.
             let furthest = Swift.min(last, base + 1 + RetentionPolicy.stepEvents)
@@ -199,6 +202,7 @@ extension EventStore {
                     return false
                 }
             }
+            if let hold, hold < cut { cut = hold + 1 }
             return cut > base + 1 ? cut : nil
         }
     }
