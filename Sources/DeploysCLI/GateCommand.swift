@@ -71,16 +71,16 @@ extension DeployCommands {
         console.endProgress()
         let reached = members.filter { $0.reached != nil }
         let tripped = GateRules.trips(reached: reached.count, of: members.count, maxShare: maxShare)
-        let percentAfter = tripped ? 0 : rollout.percent
 
         // The decision first, then the change it makes.
         let reachedJSON: [StateValue] = reached.map { member in
             ["logId": .string(member.logID.uuidString.lowercased()), "took": .int(Int64(member.entered.seq)), "reached": .int(Int64(member.reached!.seq))]
         }
+        let payload: StateObject = ["update": .string(update), "runtimeVersion": .string(runtime), "channel": StateValue(channel), "where": .string(text),
+                                   "took": .int(Int64(members.count)), "reached": .int(Int64(reached.count)), "maxShare": .int(Int64(maxShare)),
+                                   "wasPercent": .int(Int64(rollout.percent)), "reachedBy": .array(reachedJSON)]
         let decision = Event(stream: GateRules.stream, type: (tripped ? GateRules.Decision.rolloutHalted : .rolloutKept).rawValue, origin: "gate",
-                             payload: ["update": .string(update), "runtimeVersion": .string(runtime), "channel": StateValue(channel), "where": .string(text),
-                                       "took": .int(Int64(members.count)), "reached": .int(Int64(reached.count)), "maxShare": .int(Int64(maxShare)),
-                                       "wasPercent": .int(Int64(rollout.percent)), "reachedBy": .array(reachedJSON)])
+                             payload: .object(payload))
         _ = try attempt(writingTo: context.databasePath) {
             try store.transact { batch in try GateRules.append(decision, at: store.clock.now(), to: &batch) }
         }
@@ -93,10 +93,11 @@ extension DeployCommands {
         }
 
         if context.json {
-            context.printJSON(["update": .string(update), "channel": StateValue(channel), "where": .string(text),
-                               "took": .int(Int64(members.count)), "reached": .int(Int64(reached.count)), "maxShare": .int(Int64(maxShare)),
-                               "halted": .bool(tripped), "percent": .int(Int64(percentAfter)), "wasPercent": .int(Int64(rollout.percent)),
-                               "reachedBy": .array(reachedJSON)])
+            // What was recorded, and what it did.
+            var result = payload
+            result["halted"] = .bool(tripped)
+            result["percent"] = .int(Int64(tripped ? 0 : rollout.percent))
+            context.printJSON(.object(result))
             return tripped ? .problem : .ok
         }
         for member in reached {

@@ -117,8 +117,7 @@ public struct Fleet: Sendable {
             switch Delivery(message, of: logID, expected: expected, decoding: true, had: 0) {
             case .foreign(let reason): foreign(.skipped(message, of: logID, reason))
             case .after(let gap, let run):
-                foreign(StreamNotice(logID: logID, subject: JetStream.Subjects.of(logID), streamSequence: message.sequence,
-                                     finding: "records \(gap.lowerBound)-\(gap.upperBound) are missing before this one (deleted, or dropped by the stream's limits)"))
+                foreign(.missing(gap, before: message, of: logID))
                 take(run)
             case .run(let run): take(run)
             }

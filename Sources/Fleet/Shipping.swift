@@ -367,6 +367,13 @@ public struct StreamNotice: Sendable, Equatable, CustomStringConvertible {
             + ", stream seq \(streamSequence): \(finding)"
     }
 
+    /// The notice of records `gap` of `logID` missing before `message`, and what was done.
+    static func missing(_ gap: ClosedRange<UInt64>, before message: JetStream.Message, of logID: UUID, then done: String? = nil) -> StreamNotice {
+        StreamNotice(logID: logID, subject: JetStream.Subjects.of(logID), streamSequence: message.sequence,
+                     finding: "records \(gap.lowerBound)-\(gap.upperBound) are missing before this one (deleted, or dropped by the stream's limits)"
+                         + (done.map { "; " + $0 } ?? ""))
+    }
+
     /// The notice of a message that is not the next record of `logID`, skipped.
     static func skipped(_ message: JetStream.Message, of logID: UUID, _ reason: String) -> StreamNotice {
         StreamNotice(logID: logID, subject: JetStream.Subjects.of(logID), streamSequence: message.sequence,
@@ -553,9 +560,7 @@ public struct Puller {
                     throw FleetError(.refused, "the stream skips from seq \(gap.lowerBound - 1) to \(gap.upperBound + 1) of log \(id): a gap, refused")
                 }
                 // A log cannot go on after a gap: the copy ends before it.
-                foreign(StreamNotice(logID: logID, subject: subject, streamSequence: message.sequence,
-                                     finding: "records \(gap.lowerBound)-\(gap.upperBound) are missing before this one (deleted, or dropped by the stream's limits); "
-                                         + "the log is read through seq \(gap.lowerBound - 1)"))
+                foreign(.missing(gap, before: message, of: logID, then: "the log is read through seq \(gap.lowerBound - 1)"))
                 return report
             case .run(let run):
                 // Records the copy has come before the new ones; its newest is where the copy
