@@ -338,3 +338,84 @@ final class SQLiteObjects {
         if code != SQLITE_OK { throw BenchmarkError(description: "SQLite: \(String(cString: sqlite3_errstr(code)))") }
     }
 }
+
+/// The objects in raw LMDB, the floor under the engine's read model: a key per object
+/// (`BlogPost`, a zero byte, the id) holding its version, dates and JSON fields, written with
+/// `mdb_put` and `mdb_del` in transactions of 1,000, each flushed as the engine's objects
+/// store flushes its own (`MDB_NOMETASYNC`), and no log beside them.
+final class RawLMDBObjects {
+    private var env: OpaquePointer?
+    private var dbi: MDB_dbi = 0
+    private var txn: OpaquePointer?
+
+    init(path: String) throws {
+        mkdir(path, 0o755)
+        try lmdb(mdb_env_create(&env))
+        try lmdb(mdb_env_set_mapsize(env, 4 << 30))
+        try lmdb(mdb_env_open(env, path, UInt32(MDB_NOTLS) | UInt32(MDB_NOMETASYNC), 0o644))
+        try lmdb(mdb_txn_begin(env, nil, 0, &txn))
+        try lmdb(mdb_dbi_open(txn, nil, 0, &dbi))
+        try lmdb(mdb_txn_commit(txn))
+        txn = nil
+    }
+
+    deinit { mdb_env_close(env) }
+
+    /// Runs `body` for 0..<count, 1,000 calls per transaction.
+    func inTransactionsOf1000(_ count: Int, _ body: (Int) throws -> Void) throws {
+        for start in stride(from: 0, to: count, by: 1_000) {
+            try lmdb(mdb_txn_begin(env, nil, 0, &txn))
+            do {
+                for i in start..<min(count, start + 1_000) { try body(i) }
+            } catch {
+                mdb_txn_abort(txn)
+                txn = nil
+                throw error
+            }
+            try lmdb(mdb_txn_commit(txn))
+            txn = nil
+        }
+    }
+
+    func create(id: String, fields: [UInt8]) throws {
+        let now = Timestamp.now().microsecondsSince1970
+        try put(id: id, version: 1, createdAt: now, fields: fields)
+    }
+
+    /// Writes `fields` over the object's, one version on; a missing object is an error.
+    func update(id: String, fields: [UInt8]) throws {
+        let (version, createdAt) = try withKey(id) { key -> (Int64, Int64) in
+            var k = key, v = MDB_val()
+            try lmdb(mdb_get(txn, dbi, &k, &v))
+            let header = UnsafeRawBufferPointer(start: v.mv_data, count: 16)
+            return (header.loadUnaligned(as: Int64.self), header.loadUnaligned(fromByteOffset: 8, as: Int64.self))
+        }
+        try put(id: id, version: version + 1, createdAt: createdAt, fields: fields)
+    }
+
+    func delete(id: String) throws {
+        try withKey(id) { key in
+            var k = key
+            try lmdb(mdb_del(txn, dbi, &k, nil))
+        }
+    }
+
+    /// The version, created and updated times (8 bytes each) and then the fields.
+    private func put(id: String, version: Int64, createdAt: Int64, fields: [UInt8]) throws {
+        var value = [UInt8]()
+        value.reserveCapacity(24 + fields.count)
+        for number in [version, createdAt, Timestamp.now().microsecondsSince1970] { withUnsafeBytes(of: number) { value += $0 } }
+        value += fields
+        try withKey(id) { key in
+            try value.withUnsafeMutableBytes { bytes in
+                var k = key, v = MDB_val(mv_size: bytes.count, mv_data: bytes.baseAddress)
+                try lmdb(mdb_put(txn, dbi, &k, &v, 0))
+            }
+        }
+    }
+
+    private func withKey<R>(_ id: String, _ body: (MDB_val) throws -> R) throws -> R {
+        var key = Array("BlogPost".utf8) + [0] + Array(id.utf8)
+        return try key.withUnsafeMutableBytes { try body(MDB_val(mv_size: $0.count, mv_data: $0.baseAddress)) }
+    }
+}

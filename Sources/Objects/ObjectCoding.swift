@@ -41,8 +41,8 @@ enum ObjectCoding {
     ///   release stored it) or below 1, and when a migration throws.
     static func migrated<T: StoredObject>(_ type: T.Type, _ fields: StateObject) throws -> StateObject {
         let stored = schemaVersion(of: fields)
-        let name = "\(T.collection) \"\(fields["id"]?.stringValue ?? "")\""
         guard stored != T.schemaVersion else { return fields }
+        let name = "\(T.collection) \"\(fields["id"]?.stringValue ?? "")\""
         guard (1..<T.schemaVersion).contains(stored) else {
             throw ObjectStoreError.invalidObject("the stored \(name) is at schema version \(stored), "
                 + (stored < 1 ? "which is not one" : "newer than \(T.self)'s \(T.schemaVersion) (a newer release stored it)"))

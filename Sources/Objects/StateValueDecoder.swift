@@ -132,6 +132,14 @@ final class StateValueDecoding: Decoder {
             return date as! T
         }
         if T.self == String.self { return try string(value, path) as! T }
+        // The commonest array of a stored object, without a container per element; the
+        // path of an element that is not a string is made only to name it in the error.
+        if T.self == [String].self, case .array(let elements) = value {
+            return try elements.indices.map { index in
+                if case .string(let text) = elements[index] { return text }
+                return try string(elements[index], CodingPathNode(IndexCodingKey(index), parent: path))
+            } as! T
+        }
         if T.self == Int.self { return try integer(value, path) as Int as! T }
         if T.self == Double.self { return try double(value, path) as! T }
         if T.self == Bool.self { return try bool(value, path) as! T }

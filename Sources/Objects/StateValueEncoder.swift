@@ -191,6 +191,8 @@ enum EncodedNode {
         if T.self == Data.self { return .value(.string((value as! Data).base64EncodedString())) }
         if T.self == URL.self { return .value(.string((value as! URL).absoluteString)) }
         if T.self == Decimal.self { return .value(try decimal(value as! Decimal, path: path)) }
+        // The commonest array of a stored object, without a container per element.
+        if T.self == [String].self { return .value(.array((value as! [String]).map(StateValue.string))) }
         let encoder = StateValueEncoding(path: path, formats: formats)
         try value.encode(to: encoder)
         return .encoder(encoder)

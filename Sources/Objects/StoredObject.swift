@@ -29,9 +29,20 @@ public protocol StoredObject: Codable {
     var id: String? { get set }
 }
 
+/// The default collection names, by type.
+private let typeNames = Locked<[ObjectIdentifier: String]>([:])
+
 extension StoredObject {
-    /// The type's name, such as `BlogPost`.
-    public static var collection: String { String(describing: Self.self) }
+    /// The type's name, such as `BlogPost` (worked out once per type: `String(describing:)`
+    /// walks the type's metadata, which every typed save and fetch would pay).
+    public static var collection: String {
+        typeNames.withLock { names in
+            if let name = names[ObjectIdentifier(Self.self)] { return name }
+            let name = String(describing: Self.self)
+            names[ObjectIdentifier(Self.self)] = name
+            return name
+        }
+    }
     /// No formats of its own: every date is RFC 3339 with fractional seconds.
     public static var dateFormats: [String: String] { [:] }
     /// Version 1: fields that never changed shape.

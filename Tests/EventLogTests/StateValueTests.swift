@@ -141,6 +141,23 @@ import Testing
         ])
         #expect(StatePath("a.b").appending("c").appending(index: 2) == StatePath([.key("a"), .key("b"), .key("c"), .index(2)]))
     }
+
+    /// Objects whose keys are in the same order are compared and diffed side by side; in
+    /// another order, key by key: both ways give the same answers.
+    @Test func keyOrderChangesNeitherEqualityNorDiff() {
+        let object: StateValue = ["id": "p1", "title": "a", "meta": ["n": 1, "m": [1, 2]], "views": 1]
+        let sameOrder: StateValue = ["id": "p1", "title": "b", "meta": ["n": 1, "m": [1, 3]], "views": 1]
+        let otherOrder: StateValue = ["views": 1, "meta": ["m": [1, 3], "n": 1], "title": "b", "id": "p1"]
+        #expect(sameOrder == otherOrder)
+        #expect(object != sameOrder && object != otherOrder)
+        #expect(object == ["views": 1, "meta": ["m": [1, 2], "n": 1], "title": "a", "id": "p1"])
+        let expected = [Write("title", old: "a", new: "b"), Write("meta.m[1]", old: 2, new: 3)]
+        #expect(object.diff(to: sameOrder) == expected)
+        #expect(object.diff(to: otherOrder) == expected)
+        // Same keys, one renamed: not the same order, so key by key.
+        #expect(object.diff(to: ["id": "p1", "name": "a", "meta": ["n": 1, "m": [1, 2]], "views": 1])
+            == [Write("title", old: "a", new: nil), Write("name", old: nil, new: "a")])
+    }
 }
 
 @Suite struct JSONTests {

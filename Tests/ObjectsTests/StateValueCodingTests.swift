@@ -219,6 +219,17 @@ struct Narrow: StoredObject, Equatable {
             fields["addresses"] = [["street": .null, "since": "1970-01-01"]]
             return try ObjectCoding.decode(Everything.self, from: fields)
         }
+        // An array of strings decodes without a container per element, and names the one that is not.
+        #expect(throws: ObjectStoreError.invalidObject("the stored Everything does not decode as Everything: addresses[0].lines[1]: expected a string, found an integer")) {
+            var fields = try ObjectCoding.encode(Everything())
+            fields["addresses"] = [["street": "A", "since": "1970-01-01", "lines": ["x", 2]]]
+            return try ObjectCoding.decode(Everything.self, from: fields)
+        }
+        #expect(throws: ObjectStoreError.invalidObject("the stored Everything does not decode as Everything: addresses[0].lines: expected an array, found a string")) {
+            var fields = try ObjectCoding.encode(Everything())
+            fields["addresses"] = [["street": "A", "since": "1970-01-01", "lines": "x"]]
+            return try ObjectCoding.decode(Everything.self, from: fields)
+        }
         #expect(throws: ObjectStoreError.invalidObject("Numbers cannot be stored: uint64: integer 18446744073709551615 is beyond 64 bits")) {
             var numbers = Numbers()
             numbers.uint64 = .max

@@ -137,7 +137,17 @@ public struct StateObject: Sendable, Hashable, Sequence, ExpressibleByDictionary
 
     public func makeIterator() -> Iterator { Iterator(entries: entries.makeIterator()) }
 
+    /// Whether `other` holds the same keys in the same order (the common case of an object and
+    /// its next version), found in one pass; their entries can then be walked side by side.
+    /// Only small objects (unindexed, so without holes) are compared; a large one says `false`.
+    func hasSameKeyOrder(as other: StateObject) -> Bool {
+        guard !isIndexed, !other.isIndexed, entries.count == other.entries.count else { return false }
+        for position in entries.indices where entries[position].key != other.entries[position].key { return false }
+        return true
+    }
+
     public static func == (lhs: StateObject, rhs: StateObject) -> Bool {
+        if lhs.hasSameKeyOrder(as: rhs) { return zip(lhs.entries, rhs.entries).allSatisfy { $0.value == $1.value } }
         guard lhs.count == rhs.count else { return false }
         for (key, value) in lhs where rhs[key] != value { return false }
         return true

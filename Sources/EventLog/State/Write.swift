@@ -150,6 +150,8 @@ extension StateValue {
 
     private static func diff(_ a: StateValue, _ b: StateValue, at path: StatePath, into writes: inout [Write]) {
         switch (a, b) {
+        case (.object(let x), .object(let y)) where x.hasSameKeyOrder(as: y):
+            for ((key, old), (_, new)) in zip(x, y) where old != new { diff(old, new, at: path.appending(key), into: &writes) }
         case (.object(let x), .object(let y)):
             for (key, old) in x {
                 if let new = y[key] {
