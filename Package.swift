@@ -48,10 +48,12 @@ let package = Package(
         ),
         // CRC-32C with the CPU's instruction, where it has one.
         .target(name: "CCRC32C"),
+        // SHA-256 with the CPU's SHA extensions, where it has them.
+        .target(name: "CSHA256"),
         // Turns a fault reading a damaged LMDB file into a one-line error, for the command line.
         .target(name: "CFaultGuard"),
         // The log, its records, state values, snapshots and verification.
-        .target(name: "EventLog", dependencies: ["CLMDB", "CCRC32C", "CFaultGuard"]),
+        .target(name: "EventLog", dependencies: ["CLMDB", "CCRC32C", "CSHA256", "CFaultGuard"]),
         // Plans, steps and the one apply step shared by taps, URLs, tests and capture scripts.
         .target(name: "Effects", dependencies: ["EventLog"]),
         // Typed collections of Codable objects whose every save and delete is an event.

@@ -57,7 +57,7 @@ extension Scenarios {
                 if checkpoints.contains(done) { sizes.append(("MB at \(done / 1_000)k", Double(fileSize(store.environment.path)) / 1_048_576)) }
             }
             let held = try store.lastSeq() - (store.base()?.seq ?? 0)
-            guard try store.lastSeq() == UInt64(events), policy == nil ? held == UInt64(events) : held >= UInt64(keep) && held <= UInt64(keep + Swift.max(keep / 100, 100)),
+            guard try store.lastSeq() == UInt64(events), policy == nil ? held == UInt64(events) : held >= UInt64(keep) && held <= UInt64(keep) + RetentionPolicy.keepLast(UInt64(keep)).slackEvents,
                   try store.verify().isOK, store.retentionError == nil else {
                 throw BenchmarkError(description: "retention.flat: \(held) events held of \(events) under \(policy.map(String.init(describing:)) ?? "no policy")")
             }

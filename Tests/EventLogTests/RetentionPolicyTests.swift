@@ -138,6 +138,34 @@ import Testing
         #expect(try store.verify().problem == .init(seq: 451, reason: "the running digest of events 200-451 is not the SHA-256 their range records"))
     }
 
+    /// FIPS 180-4's examples, and the CPU's SHA instructions (where this machine has them)
+    /// against the Swift compression on every length around a block and odd chunkings.
+    @Test func theHasherGivesSHA256BothWays() throws {
+        func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+        func digest(_ chunks: [[UInt8]], hardware: Bool) -> [UInt8] {
+            var hasher = SHA256Hasher(hardware: hardware)
+            for chunk in chunks { chunk.withUnsafeBytes { hasher.update($0) } }
+            return hasher.finalize()
+        }
+        let examples: [([UInt8], String)] = [
+            ([], "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+            (Array("abc".utf8), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+            (Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
+            ([UInt8](repeating: 0x61, count: 1_000_000), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"),
+        ]
+        for (message, expected) in examples {
+            #expect(hex(digest([message], hardware: false)) == expected)
+            #expect(hex(digest([message], hardware: true)) == expected)
+        }
+        var rng = SystemRandomNumberGenerator()
+        for length in Array(0...200) + [1_000, 4_095, 4_096, 65_537] {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let cut = length == 0 ? 0 : Int.random(in: 0...length, using: &rng)
+            let chunks = [Array(bytes[..<cut]), Array(bytes[cut...])]
+            #expect(digest(chunks, hardware: true) == digest([bytes], hardware: false), "\(length) bytes cut at \(cut)")
+        }
+    }
+
     @Test func aSavedHasherGoesOnAsIfNeverStopped() throws {
         let bytes = (0..<1_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         for split in [0, 1, 63, 64, 65, 500, 1_000] {

@@ -1,15 +1,28 @@
+import CSHA256
+
 /// SHA-256 (FIPS 180-4), fed chunk by chunk, for the digest of what a compaction drops.
 ///
 /// The core carries its own because it links liblmdb alone: an app built on the core (and
 /// the command line of one) needs no libcrypto. Deploys, which hash whole bundles as they
-/// download, use libcrypto's (CCrypto), which uses the CPU's SHA instructions.
+/// download, use libcrypto's (CCrypto). Both use the CPU's SHA instructions where it has
+/// them (CSHA256, x86-64 SHA-NI); elsewhere the blocks are compressed in Swift.
 package struct SHA256Hasher {
+    /// Whether this CPU has SHA instructions the hasher uses.
+    package static let hardwareAvailable = eventlog_sha256_hardware_available() != 0
+
     private var state: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = Self.initial
     /// A block not yet full.
     private var pending: [UInt8] = []
     private var length: UInt64 = 0
+    /// Whether blocks go to the CPU's SHA instructions; `false` compresses them in Swift.
+    private var hardware = Self.hardwareAvailable
 
-    package init() { pending.reserveCapacity(64) }
+    /// A hasher of nothing yet; `hardware: false` keeps it off the CPU's SHA instructions
+    /// (the tests compare both ways), and `true` is taken only where the CPU has them.
+    package init(hardware: Bool = Self.hardwareAvailable) {
+        self.hardware = hardware && Self.hardwareAvailable
+        pending.reserveCapacity(64)
+    }
 
     /// The first 32 bits of the fractional parts of the square roots of the first 8 primes.
     private static let initial: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) =
@@ -35,14 +48,28 @@ package struct SHA256Hasher {
             pending += bytes[0..<taken]
             offset = taken
             guard pending.count == 64 else { return }
-            pending.withUnsafeBytes { compress($0) }
+            pending.withUnsafeBytes { compressBlocks($0) }
             pending.removeAll(keepingCapacity: true)
         }
-        while bytes.count - offset >= 64 {
-            compress(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + 64]))
-            offset += 64
+        let whole = (bytes.count - offset) / 64 * 64
+        compressBlocks(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + whole]))
+        pending += bytes[(offset + whole)...]
+    }
+
+    /// Compresses `blocks` (a whole number of 64-byte blocks) into the state, with the CPU's
+    /// SHA instructions when `hardware`, else in Swift; both give the same state.
+    private mutating func compressBlocks(_ blocks: UnsafeRawBufferPointer) {
+        guard !blocks.isEmpty else { return }
+        if hardware {
+            withUnsafeMutableBytes(of: &state) { words in
+                Self.rounds.withUnsafeBufferPointer { rounds in
+                    eventlog_sha256_hardware(words.baseAddress!.assumingMemoryBound(to: UInt32.self), blocks.baseAddress, blocks.count / 64,
+                                             rounds.baseAddress)
+                }
+            }
+            return
         }
-        pending += bytes[offset...]
+        for offset in stride(from: 0, to: blocks.count, by: 64) { compress(UnsafeRawBufferPointer(rebasing: blocks[offset..<offset + 64])) }
     }
 
     /// The hasher's state between two updates, to carry a digest on later (a retention policy
@@ -105,5 +132,7 @@ package struct SHA256Hasher {
 }
 
 extension UInt32 {
-    fileprivate func rotatedRight(_ count: UInt32) -> UInt32 { (self >> count) | (self << (32 - count)) }
+    /// Masking shifts (`&>>`, `&<<`): the count is always below 32, so the compiler emits one
+    /// rotate, where the checked `>>` and `<<` guard against overshifts on every call.
+    fileprivate func rotatedRight(_ count: UInt32) -> UInt32 { (self &>> count) | (self &<< (32 &- count)) }
 }

@@ -4,8 +4,8 @@ import Foundation
 /// ``EventStore/Options/retention``, `eventlog compact --policy`), and applied after a commit
 /// by the writer that made it, in bounded steps of ``EventStore/compact(before:)``'s work.
 ///
-/// A step runs once the log is past the policy by more than its slack (1% of the events or of
-/// the days kept; at least 100 events), and drops at most ``stepEvents`` records, so that the
+/// A step runs once the log is past the policy by more than its slack (10% of the events, at
+/// least 100, or 1% of the days kept), and drops at most ``stepEvents`` records, so that the
 /// log stays between the policy and the policy plus its slack without compacting after every
 /// append, and no append waits long on a step.
 public enum RetentionPolicy: Sendable, Hashable, CustomStringConvertible {
@@ -25,10 +25,12 @@ public enum RetentionPolicy: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// How many events past `keepLast` the log may hold before a step runs.
-    var slackEvents: UInt64 {
+    /// How many events past `keepLast` the log may hold before a step runs: a tenth of them,
+    /// at least 100, so that a step's fixed cost (its own durable commit, the base rebuilt)
+    /// is paid once per that many appended events. 0 for `keepDays`.
+    public var slackEvents: UInt64 {
         guard case .keepLast(let events) = self else { return 0 }
-        return Swift.max(events / 100, 100)
+        return Swift.max(events / 10, 100)
     }
 
     /// `keepDays` as microseconds, and how much older than that the oldest event may be

@@ -18,7 +18,7 @@ enum CompactCommand {
             --to writes a copy of the log without its free pages, and --in-place swaps such a copy in
             (while no other process has the log open; the old file is kept until the swap is flushed).
             --policy (alone or with the options above) stores a retention policy in the log, which
-            every writer then applies as it appends: once the log is past it by more than 1% (at
+            every writer then applies as it appends: once the log is past it by more than 10% (at
             least 100 events), a writer drops at most 10,000 of the oldest events after its commit,
             in a transaction of its own. It drops nothing itself; info shows it, and none removes it.
             """,
