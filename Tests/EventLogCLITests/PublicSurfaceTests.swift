@@ -98,7 +98,7 @@ import Testing
         let build = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         var arguments = ["swiftc", "-typecheck", "-module-name", "Client", "-I", build.appendingPathComponent("Modules").path]
         for system in ["CLMDB", "CCrypto", "CNATS", "CCurl"] { arguments += ["-I", root.appendingPathComponent("Sources/\(system)").path] }
-        for target in ["CCRC32C", "CFaultGuard"] {
+        for target in ["CCRC32C", "CSHA256", "CFaultGuard"] {
             arguments += ["-Xcc", "-fmodule-map-file=" + build.appendingPathComponent("\(target).build/module.modulemap").path]
         }
         let process = Process()

@@ -132,7 +132,5 @@ package struct SHA256Hasher {
 }
 
 extension UInt32 {
-    /// Masking shifts (`&>>`, `&<<`): the count is always below 32, so the compiler emits one
-    /// rotate, where the checked `>>` and `<<` guard against overshifts on every call.
-    fileprivate func rotatedRight(_ count: UInt32) -> UInt32 { (self &>> count) | (self &<< (32 &- count)) }
+    fileprivate func rotatedRight(_ count: UInt32) -> UInt32 { (self >> count) | (self << (32 - count)) }
 }
