@@ -4,11 +4,13 @@ import Foundation
 /// round starts the built `eventlog` as a child process through the `runAndKill` it is handed,
 /// and checks what the child left. The first round's child is not killed: it runs to the end,
 /// to learn how long a run takes. Every later one is sent SIGKILL at a random moment within
-/// `fraction` of that time (only while it still runs: the id of a child that ended may be
-/// another process's), as a crash or a power cut would stop it.
+/// `fraction` of the shortest whole run so far (a child that ran to its end before the kill
+/// shortens it: a first run slowed by a cold start would otherwise let many runs finish), only
+/// while it still runs (the id of a child that ended may be another process's), as a crash or
+/// a power cut would stop it.
 /// - Parameters:
 ///   - rounds: The rounds' numbers, handed to `body`.
-///   - fraction: How much of the first run's time the kill may fall in (1: all of it).
+///   - fraction: How much of the shortest whole run's time the kill may fall in (1: all of it).
 ///   - deadline: No round starts after it.
 ///   - body: Makes the round's child (by `spawnEventlog`, say, with the input it reads),
 ///     hands it to `runAndKill` once, and then checks the outcome. `runAndKill` sends the
@@ -16,18 +18,21 @@ import Foundation
 ///     it has ended (its `terminationReason` says whether it was killed).
 func killAtRandomMoments(rounds: some Sequence<Int>, within fraction: Double = 1, until deadline: Date = .distantFuture,
                          _ body: (_ round: Int, _ runAndKill: (Process) throws -> Void) throws -> Void) throws {
-    var longest: Double?
+    var shortest: Double?
     func runAndKill(_ process: Process) throws {
         if process.standardOutput == nil { process.standardOutput = FileHandle.nullDevice }
         if process.standardError == nil { process.standardError = FileHandle.nullDevice }
         let started = Date()
         try process.run()
-        if let longest {
-            usleep(UInt32.random(in: 0...UInt32(longest * fraction * 1_000_000)))
+        if let shortest {
+            usleep(UInt32.random(in: 0...UInt32(shortest * fraction * 1_000_000)))
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         }
         process.waitUntilExit()
-        if longest == nil { longest = Date().timeIntervalSince(started) }
+        if process.terminationReason == .exit && process.terminationStatus == 0 {
+            let took = Date().timeIntervalSince(started)
+            shortest = min(shortest ?? took, took)
+        }
     }
     for round in rounds where Date() < deadline {
         try body(round, runAndKill)
