@@ -116,10 +116,16 @@ public final class DeployClient {
 
     @discardableResult
     private func record(_ transition: DeployRules.Transition, _ payload: StateObject = [:]) throws -> EventRecord {
-        try store.transact { batch in
-            try DeployRules.append(Event(stream: DeployRules.stream, type: transition.rawValue, origin: .deploy, payload: .object(payload)),
-                                   at: store.clock.now(), to: &batch)
-        }
+        try store.transact { batch in try DeployRules.append(Self.event(transition, payload), at: store.clock.now(), to: &batch) }
+    }
+
+    /// Queues `transition`'s event: it commits on the store's writer thread, the caller goes on.
+    private func enqueue(_ transition: DeployRules.Transition, _ payload: StateObject) -> QueuedAppend {
+        DeployRules.enqueue(Self.event(transition, payload), to: store)
+    }
+
+    private static func event(_ transition: DeployRules.Transition, _ payload: StateObject) -> Event {
+        Event(stream: DeployRules.stream, type: transition.rawValue, origin: .deploy, payload: .object(payload))
     }
 
     // MARK: The lifecycle
@@ -367,7 +373,7 @@ public final class DeployClient {
     /// does not check out is taken back and the next candidate tried; the held files are only
     /// read. Returns the bytes reused, or `nil` when none checks out (the asset is fetched).
     private func reuse(_ asset: UpdateManifest.Asset, hash: String, from candidates: [String], at file: String,
-                       created: CreatedPaths) throws(DeployError) -> Int64? {
+                       created: CreatedPaths, flusher: BackgroundFlusher) throws(DeployError) -> Int64? {
         for held in candidates {
             if hardLink(held, file) == 0 {
                 // The inode now in the new update is the one hashed: a symbolic link, a FIFO
@@ -376,7 +382,7 @@ public final class DeployClient {
                 created.record(file: file)
                 if Files.sha256(of: file) == hash, lstat(file, &info) == 0 { return Int64(info.st_size) }
                 try created.remove(file: file)
-            } else if let copied = try copy(held, to: file, created: created) {
+            } else if let copied = try copy(held, to: file, created: created, flusher: flusher) {
                 if copied.hash == hash { return copied.bytes }
                 try created.remove(file: file)
             }
@@ -384,16 +390,19 @@ public final class DeployClient {
         return nil
     }
 
-    /// Copies regular file `source` to new file `file`, hashing the bytes as they pass; `nil`
-    /// when `source` cannot be read as a regular file (then `file` is not made).
-    private func copy(_ source: String, to file: String, created: CreatedPaths) throws(DeployError) -> (hash: String, bytes: Int64)? {
+    /// Copies regular file `source` to new file `file`, hashing the bytes as they pass, and
+    /// hands it to `flusher`; `nil` when `source` cannot be read as a regular file (then `file`
+    /// is not made).
+    private func copy(_ source: String, to file: String, created: CreatedPaths,
+                      flusher: BackgroundFlusher) throws(DeployError) -> (hash: String, bytes: Int64)? {
         let input = open(source, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard input >= 0 else { return nil }
         let reader = FileHandle(fileDescriptor: input, closeOnDealloc: true)
         var info = stat()
         guard fstat(input, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
         let fd = try created.createFile(file)
-        defer { close(fd) }
+        var flushing = false
+        defer { if !flushing { close(fd) } }
         var hasher = SHA256()
         var bytes: Int64 = 0
         while true {
@@ -407,7 +416,8 @@ public final class DeployClient {
             try Files.writeAll(chunk, to: fd, path: file)
             bytes += Int64(chunk.count)
         }
-        guard fsync(fd) == 0 else { throw .filesystem("cannot flush \(file): \(String(cString: strerror(errno)))") }
+        flusher.flush(fd, path: file)
+        flushing = true
         return (hasher.finalizeBase64URL(), bytes)
     }
 
@@ -427,50 +437,57 @@ public final class DeployClient {
             total += bytes
             guard total <= maxUpdateBytes else { throw .refused("update \(manifest.id) holds more than \(maxUpdateBytes) bytes (the client's limit)") }
         }
-        for (index, asset) in assets.enumerated() {
-            let file = partial + "/" + asset.key
-            try makeParents(of: asset.key, in: partial, created: created)
-            if let identity = AssetIdentity(asset), let candidates = held[identity],
-               let bytes = try reuse(asset, hash: identity.hash, from: candidates, at: file, created: created) {
-                try count(bytes)
-                tally.reusedAssets += 1
-                tally.reusedBytes += bytes
-                continue
-            }
-            let fd = try created.createFile(file)
-            var closed = false
-            defer { if !closed { close(fd) } }
-            var hasher = SHA256()
-            var expected: Int?
-            var received = 0
-            try source.download(asset, headers: headers[asset.key] ?? [:], target: target, fetch: fetch,
-                                expectedLength: { expected = $0 }) { chunk in
-                received += chunk.count
-                if let expected, received > expected {
-                    throw DeployError.transport("asset \(asset.key) sent more than the \(expected) bytes its answer announced")
+        var progress: [QueuedAppend] = []
+        // Every file is on disk before this returns: the caller renames the update into place next.
+        let fetched = Result { try BackgroundFlusher.flushing { flusher in
+            for (index, asset) in assets.enumerated() {
+                let file = partial + "/" + asset.key
+                try makeParents(of: asset.key, in: partial, created: created)
+                if let identity = AssetIdentity(asset), let candidates = held[identity],
+                   let bytes = try reuse(asset, hash: identity.hash, from: candidates, at: file, created: created, flusher: flusher) {
+                    try count(bytes)
+                    tally.reusedAssets += 1
+                    tally.reusedBytes += bytes
+                    continue
                 }
-                try count(Int64(chunk.count))
-                hasher.update(chunk)
-                try Files.writeAll(chunk, to: fd, path: file)
-                // Progress: assets done, plus this one's share when its length is known.
-                let share = expected.map { $0 > 0 ? min(1, Double(received) / Double($0)) : 1 } ?? 0
-                let percent = Int64((Double(index) + share) / Double(assets.count) * 100)
-                if percent >= reported + Self.progressStep, percent < 100 {
-                    reported = percent - percent % Self.progressStep
-                    try self.record(.downloadProgress, ["updateId": .string(manifest.id), "percent": .int(reported)])
+                let fd = try created.createFile(file)
+                var flushing = false
+                defer { if !flushing { close(fd) } }
+                var hasher = SHA256()
+                var expected: Int?
+                var received = 0
+                try source.download(asset, headers: headers[asset.key] ?? [:], target: target, fetch: fetch,
+                                    expectedLength: { expected = $0 }) { chunk in
+                    received += chunk.count
+                    if let expected, received > expected {
+                        throw DeployError.transport("asset \(asset.key) sent more than the \(expected) bytes its answer announced")
+                    }
+                    try count(Int64(chunk.count))
+                    hasher.update(chunk)
+                    try Files.writeAll(chunk, to: fd, path: file)
+                    // Progress: assets done, plus this one's share when its length is known.
+                    let share = expected.map { $0 > 0 ? min(1, Double(received) / Double($0)) : 1 } ?? 0
+                    let percent = Int64((Double(index) + share) / Double(assets.count) * 100)
+                    if percent >= reported + Self.progressStep, percent < 100 {
+                        reported = percent - percent % Self.progressStep
+                        // Queued: the download does not wait for the disk, the events still commit in order.
+                        progress.append(enqueue(.downloadProgress, ["updateId": .string(manifest.id), "percent": .int(reported)]))
+                    }
                 }
+                flusher.flush(fd, path: file)
+                flushing = true
+                if let expected, expected != received {
+                    throw DeployError.transport("asset \(asset.key) ended after \(received) of \(expected) bytes")
+                }
+                let actual = hasher.finalizeBase64URL()
+                if let hash = asset.hash, hash != actual { throw DeployError.integrity(key: asset.key, expected: hash, actual: actual) }
+                tally.downloadedAssets += 1
+                tally.downloadedBytes += Int64(received)
             }
-            guard fsync(fd) == 0 else { throw DeployError.filesystem("cannot flush \(file): \(String(cString: strerror(errno)))") }
-            close(fd)
-            closed = true
-            if let expected, expected != received {
-                throw DeployError.transport("asset \(asset.key) ended after \(received) of \(expected) bytes")
-            }
-            let actual = hasher.finalizeBase64URL()
-            if let hash = asset.hash, hash != actual { throw DeployError.integrity(key: asset.key, expected: hash, actual: actual) }
-            tally.downloadedAssets += 1
-            tally.downloadedBytes += Int64(received)
-        }
+        } }
+        // The progress events commit before anything the caller records next.
+        for queued in progress { _ = try queued.committed() }
+        try fetched.get()
         return tally
     }
 

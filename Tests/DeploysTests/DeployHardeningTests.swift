@@ -143,4 +143,26 @@ struct DeployHardeningTests {
         #expect(try client.download() == nil)
         #expect(try harness.deploy("lastError")?.stringValue?.contains("not a regular file") == true)
     }
+
+    @Test func aFileThatCannotBeFlushedFailsTheCallThatWroteIt() throws {
+        let directory = TemporaryDirectory("flush")
+        let good = open(directory.path + "/good", O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        #expect(good >= 0)
+        // A descriptor that is not open: its fsync fails (EBADF), as a disk's error would.
+        #expect(throws: DeployError.filesystem("cannot flush bad: Bad file descriptor")) {
+            try BackgroundFlusher.flushing { flusher in
+                flusher.flush(good, path: directory.path + "/good")
+                flusher.flush(-1, path: "bad")
+            }
+        }
+        // What the caller threw comes first; files it handed over are still flushed and closed.
+        struct Stopped: Error {}
+        #expect(throws: Stopped.self) {
+            try BackgroundFlusher.flushing { flusher in
+                flusher.flush(-1, path: "bad")
+                throw Stopped()
+            }
+        }
+        #expect(try BackgroundFlusher.flushing { _ in 7 } == 7)
+    }
 }

@@ -90,4 +90,29 @@ import Testing
         #expect(try store.currentState == ["t0": 999, "t1": 999, "t2": 999, "t3": 999])
         #expect(try store.verify().isOK)
     }
+
+    /// Rules that count `add` events and refuse any other type.
+    enum Counter: EventRules {
+        static let stream = "counter"
+        static func writes(for event: Event, in state: StateValue, at time: Timestamp) -> Result<[Write], RuleError> {
+            guard event.type == "add" else { return .failure(RuleError("only add")) }
+            let old = state["counter"]?["total"]
+            return .success([Write("counter.total", old: old, new: .int((old?.intValue ?? 0) + 1)),
+                             Write("counter.at", old: state["counter"]?["at"], new: .string(time.description))])
+        }
+    }
+
+    @Test func rulesQueueAnEventWithTheWritesTheyGiveAtItsCommit() throws {
+        let log = try TemporaryEventStore()
+        let added = (0..<500).map { _ in Counter.enqueue(Event(stream: Counter.stream, type: "add"), to: log.store) }
+        let refused = Counter.enqueue(Event(stream: Counter.stream, type: "remove"), to: log.store)
+        log.store.flush()
+        #expect(throws: RuleError("only add")) { try refused.committed() }
+        let last = try #require(try added.last?.committed())
+        #expect(last.seq == 500)
+        #expect(try log.store.currentState["counter"]?["total"] == 500)
+        // The time the rules were given is the record's own: replay recomputes the same writes.
+        #expect(try log.store.currentState["counter"]?["at"] == .string(last.time.description))
+        #expect(try log.store.verify().isOK)
+    }
 }

@@ -2,7 +2,7 @@
 /// payload), the state before it and its time. The same function records an event (``append(_:at:to:)``)
 /// and replays it (``RulesProjection``), so what was recorded and what replay recomputes
 /// cannot drift apart; rules never touch a file, a clock or the network.
-public protocol EventRules {
+public protocol EventRules: SendableMetatype {
     /// The stream whose events the rules decide, and the key of their state.
     static var stream: String { get }
 
@@ -30,6 +30,14 @@ extension EventRules {
         var event = event
         event.writes = try writes(for: event, in: batch.state, at: time).get()
         return try batch.append(event, time: time)
+    }
+
+    /// Queues `event` (``EventStore/enqueue(_:)``: it returns before the commit) with the
+    /// writes the rules give it at the state and time of its commit; the same refusals, from
+    /// ``QueuedAppend/committed()``.
+    @discardableResult
+    public static func enqueue(_ event: Event, to store: EventStore) -> QueuedAppend {
+        store.enqueue(appending: { batch in try append(event, at: store.clock.now(), to: &batch) })
     }
 }
 

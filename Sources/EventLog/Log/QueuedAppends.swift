@@ -3,16 +3,16 @@ import Foundation
 /// An event queued by ``EventStore/enqueue(_:)``: where it stands, and a way to wait until it
 /// is committed.
 public final class QueuedAppend: @unchecked Sendable {
-    /// Makes the event from the state it is appended to, inside the commit's transaction.
-    fileprivate let make: @Sendable (StateValue) throws -> Event
+    /// Appends the event to the commit's transaction, after the events queued before it.
+    fileprivate let append: @Sendable (inout AppendBatch) throws -> EventRecord
     /// Guarded by the queue's lock.
     fileprivate var result: Result<EventRecord, any Error>?
     /// When it was queued (monotonic microseconds).
     fileprivate let queuedAt: Int64
     fileprivate let queue: AppendQueue
 
-    fileprivate init(_ make: @escaping @Sendable (StateValue) throws -> Event, queue: AppendQueue, at time: Int64) {
-        self.make = make
+    fileprivate init(_ append: @escaping @Sendable (inout AppendBatch) throws -> EventRecord, queue: AppendQueue, at time: Int64) {
+        self.append = append
         self.queue = queue
         queuedAt = time
     }
@@ -20,7 +20,8 @@ public final class QueuedAppend: @unchecked Sendable {
     /// Waits until the event's commit, and returns the record as stored: durable as the
     /// store's ``EventStore/Options/durability`` makes a commit.
     /// - Throws: What ``EventStore/append(_:)`` throws for it (a stale write refuses it alone;
-    ///   a commit that fails fails every event of its batch); what its `make` threw.
+    ///   a commit that fails fails every event of its batch); what made it threw (the `make` of
+    ///   ``EventStore/enqueue(making:)``, the rules of ``EventRules/enqueue(_:to:)``).
     public func committed() throws -> EventRecord {
         try queue.wait(for: self).get()
     }
@@ -55,8 +56,8 @@ final class AppendQueue: @unchecked Sendable {
         return try body()
     }
 
-    func enqueue(_ make: @escaping @Sendable (StateValue) throws -> Event, to store: EventStore) -> QueuedAppend {
-        let queued = QueuedAppend(make, queue: self, at: Self.now())
+    func enqueue(_ append: @escaping @Sendable (inout AppendBatch) throws -> EventRecord, to store: EventStore) -> QueuedAppend {
+        let queued = QueuedAppend(append, queue: self, at: Self.now())
         condition.lock()
         waiting.append(queued)
         let start = !writerRunning
@@ -120,7 +121,7 @@ final class AppendQueue: @unchecked Sendable {
     private static func commit(_ batch: [QueuedAppend], to store: EventStore) -> [Result<EventRecord, any Error>] {
         do {
             return try store.transact { transaction in
-                batch.map { queued in Result { try transaction.append(try queued.make(transaction.state)) } }
+                batch.map { queued in Result { try queued.append(&transaction) } }
             }
         } catch {
             return batch.map { _ in .failure(error) }
@@ -156,7 +157,13 @@ extension EventStore {
     /// that throws refuses its event alone.
     @discardableResult
     public func enqueue(making make: @escaping @Sendable (StateValue) throws -> Event) -> QueuedAppend {
-        appendQueue.enqueue(make, to: self)
+        enqueue(appending: { batch in try batch.append(try make(batch.state)) })
+    }
+
+    /// Queues what `append` adds to its batch's transaction (on the writer thread, after every
+    /// event queued before it): the one event it appends, at the time it chooses.
+    package func enqueue(appending append: @escaping @Sendable (inout AppendBatch) throws -> EventRecord) -> QueuedAppend {
+        appendQueue.enqueue(append, to: self)
     }
 
     /// Waits until every event queued before the call has committed (or been refused).
