@@ -61,3 +61,19 @@ package final class NameCache {
         a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
     }
 }
+
+/// The name caches of one store, kept between its reads: a short read (a snapshot's handful
+/// of write sets) neither builds nor frees one, which would cost more than the read itself,
+/// and finds the names earlier reads decoded. Each cache serves one read at a time.
+final class NameCaches: Sendable {
+    private let idle = Locked<[NameCache]>([])
+    /// The most kept idle: as many as reads usually run at once.
+    private static let kept = 4
+
+    /// Runs `body` with a cache no other read is using.
+    func using<Result>(_ body: (NameCache) throws -> Result) rethrows -> Result {
+        let cache = idle.withLock { $0.popLast() } ?? NameCache()
+        defer { idle.withLock { if $0.count < Self.kept { $0.append(cache) } } }
+        return try body(cache)
+    }
+}

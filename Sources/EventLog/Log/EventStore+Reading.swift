@@ -67,10 +67,11 @@ extension EventStore {
     /// Each record from `from` through `to` in order, inside one read transaction: the walk
     /// behind ``forEachRecord(matching:from:to:_:)`` when it filters nothing.
     func forEachRecordInOneRead(from: UInt64, to: UInt64, _ body: (EventRecord) throws -> Bool) throws {
-        let names = NameCache()
-        try environment.read { txn in
-            try forEachStoredRecord(after: max(from, 1) - 1, through: to, in: txn) { seq, bytes in
-                try body(try Self.decode(bytes, seq: seq, names: names))
+        try nameCaches.using { names in
+            try environment.read { txn in
+                try forEachStoredRecord(after: max(from, 1) - 1, through: to, in: txn) { seq, bytes in
+                    try body(try Self.decode(bytes, seq: seq, names: names))
+                }
             }
         }
     }
@@ -148,9 +149,11 @@ extension EventStore {
     }
 
     /// Applies the write sets after a keyframe up to `seq`, counting record sizes as it goes.
-    private func rollForward(from keyframe: Keyframe, to seq: UInt64, in txn: borrowing Transaction) throws -> Tip {
-        var state = keyframe.state
+    private func rollForward(from keyframe: consuming Keyframe, to seq: UInt64, in txn: borrowing Transaction) throws -> Tip {
         var (last, progress) = (keyframe.seq, KeyframeProgress(stateBytes: keyframe.bytes))
+        // Taken, not shared: the writes then change the decoded state in place, never a copy.
+        var state = StateValue.emptyObject
+        swap(&state, &keyframe.state)
         try foldWriteSets(after: keyframe.seq, through: seq, into: &state, in: txn) { applied, _, storedSize, stateDelta in
             _ = progress.record(storedSize, stateDelta: stateDelta, policy: keyframePolicy)
             last = applied
@@ -165,32 +168,34 @@ extension EventStore {
     /// discarded.
     func foldWriteSets(after start: UInt64, through end: UInt64, into state: inout StateValue, in txn: borrowing Transaction,
                        _ body: (_ seq: UInt64, _ state: StateValue, _ storedSize: Int, _ stateDelta: Int) throws -> Bool) throws {
-        let names = NameCache()
-        try forEachStoredRecord(after: start, through: end, in: txn) { seq, bytes in
-            var stateDelta = 0
-            do {
-                try RecordCodec.applyWrites(bytes, seq: seq, to: &state, stateDelta: &stateDelta, names: names)
-            } catch let error as RecordDecodingError {
-                throw EventStoreError.corruptRecord(seq: seq, reason: error.reason)
-            } catch let error as StateError {
-                throw EventStoreError.invalidWrite(error)
+        try nameCaches.using { names in
+            try forEachStoredRecord(after: start, through: end, in: txn) { seq, bytes in
+                var stateDelta = 0
+                do {
+                    try RecordCodec.applyWrites(bytes, seq: seq, to: &state, stateDelta: &stateDelta, names: names)
+                } catch let error as RecordDecodingError {
+                    throw EventStoreError.corruptRecord(seq: seq, reason: error.reason)
+                } catch let error as StateError {
+                    throw EventStoreError.invalidWrite(error)
+                }
+                return try body(seq, state, bytes.count, stateDelta)
             }
-            return try body(seq, state, bytes.count, stateDelta)
         }
     }
 
     /// The write sets of the records after `start` through `end`, in order.
     func writeSets(after start: UInt64, through end: UInt64, in txn: borrowing Transaction) throws -> [[Write]] {
-        let names = NameCache()
         var writeSets: [[Write]] = []
-        try forEachStoredRecord(after: start, through: end, in: txn) { seq, bytes in
-            var stateDelta = 0
-            do throws(RecordDecodingError) {
-                writeSets.append(try RecordCodec.decodeWrites(bytes, seq: seq, stateDelta: &stateDelta, names: names))
-            } catch {
-                throw EventStoreError.corruptRecord(seq: seq, reason: error.reason)
+        try nameCaches.using { names in
+            try forEachStoredRecord(after: start, through: end, in: txn) { seq, bytes in
+                var stateDelta = 0
+                do throws(RecordDecodingError) {
+                    writeSets.append(try RecordCodec.decodeWrites(bytes, seq: seq, stateDelta: &stateDelta, names: names))
+                } catch {
+                    throw EventStoreError.corruptRecord(seq: seq, reason: error.reason)
+                }
+                return true
             }
-            return true
         }
         return writeSets
     }

@@ -72,6 +72,8 @@ public final class EventStore: @unchecked Sendable {
     /// The newest state this process knows of, the seq it follows, and the progress since
     /// the last keyframe. Its lock also serialises this process's writers.
     let tip = Locked(Tip.unknown)
+    /// Name caches for this store's reads.
+    let nameCaches = NameCaches()
     /// The seq of the base last read from the meta (0: none), for `window(in:)`.
     let knownBase = Atomic<UInt64>(0)
     let groupCommitter = GroupCommitter()
