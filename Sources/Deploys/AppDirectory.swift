@@ -416,26 +416,26 @@ final class CreatedPaths {
 
 /// Files flushed to disk on a thread of their own while the caller writes the next one, so
 /// that a download waits for the disk once, at its end, not once per file. A file handed over
-/// is the flusher's: it is `fsync`ed, then closed. At most `limit` wait at a time (each holds
-/// its descriptor open); `flush` blocks while that many do.
+/// is the flusher's: it is `fsync`ed, then closed. At most 16 wait at a time (each holds its
+/// descriptor open); `flush` blocks while that many do.
 final class BackgroundFlusher: @unchecked Sendable {
     private let queue = DispatchQueue(label: "eventlog.deploys.flush")
-    private let slots: DispatchSemaphore
+    private let slots = DispatchSemaphore(value: 16)
     /// The first file that could not be flushed; touched only on `queue`.
     private var failure: DeployError?
 
     /// Runs `body` with a flusher and returns once every file it handed over is flushed and
     /// closed, whether `body` returned or threw. Throws what `body` threw, else the first
     /// file that could not be flushed.
-    static func flushing<T>(limit: Int = 16, _ body: (BackgroundFlusher) throws -> T) throws -> T {
-        let flusher = BackgroundFlusher(limit: limit)
+    static func flushing<T>(_ body: (BackgroundFlusher) throws -> T) throws -> T {
+        let flusher = BackgroundFlusher()
         let result = Result { try body(flusher) }
         let failure = flusher.queue.sync { flusher.failure }
         if let failure, case .success = result { throw failure }
         return try result.get()
     }
 
-    private init(limit: Int) { slots = DispatchSemaphore(value: limit) }
+    private init() {}
 
     /// Flushes and closes `fd`, the descriptor of file `path`, on the flusher's thread.
     func flush(_ fd: Int32, path: String) {
