@@ -407,6 +407,11 @@ final class CreatedPaths {
         paths.removeAll { $0.path == path && !$0.isDirectory }
     }
 
+    /// Flushes every directory recorded, so that the names made in them survive a power cut.
+    func syncDirectories() throws(DeployError) {
+        for (path, isDirectory) in paths where isDirectory { try Files.syncDirectory(path) }
+    }
+
     /// Removes everything recorded, newest first.
     func removeAll() {
         for (path, isDirectory) in paths.reversed() { _ = isDirectory ? rmdir(path) : unlink(path) }

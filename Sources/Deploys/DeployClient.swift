@@ -119,9 +119,10 @@ public final class DeployClient {
         try store.transact { batch in try DeployRules.append(Self.event(transition, payload), at: store.clock.now(), to: &batch) }
     }
 
-    /// Queues `transition`'s event: it commits on the store's writer thread, the caller goes on.
-    private func enqueue(_ transition: DeployRules.Transition, _ payload: StateObject) -> QueuedAppend {
-        DeployRules.enqueue(Self.event(transition, payload), to: store)
+    /// Queues `transition`'s event after `previous`: it commits on the store's writer thread
+    /// while the caller goes on, and is refused when `previous` failed.
+    private func enqueue(_ transition: DeployRules.Transition, _ payload: StateObject, after previous: QueuedAppend?) -> QueuedAppend {
+        DeployRules.enqueue(Self.event(transition, payload), after: previous, to: store)
     }
 
     private static func event(_ transition: DeployRules.Transition, _ payload: StateObject) -> Event {
@@ -299,6 +300,7 @@ public final class DeployClient {
                 let partial = directory.newPartialPath(manifest.id)
                 try created.makeDirectory(partial)
                 tally = try downloadAssets(of: manifest, headers: assetHeaders, into: partial, created: created)
+                try created.syncDirectories()
                 guard rename(partial, complete) == 0 else { throw DeployError.filesystem("cannot move \(partial) into place: \(String(cString: strerror(errno)))") }
                 // The manifest last: its presence marks the update complete.
                 try Files.writeAtomically(Data(manifest.json.json().utf8), to: directory.manifestPath(manifest.id))
@@ -458,6 +460,8 @@ public final class DeployClient {
                 var received = 0
                 try source.download(asset, headers: headers[asset.key] ?? [:], target: target, fetch: fetch,
                                     expectedLength: { expected = $0 }) { chunk in
+                    // A log that refused a progress event stops the download: nothing more is recorded.
+                    if case .failure(let error)? = progress.last?.outcome { throw error }
                     received += chunk.count
                     if let expected, received > expected {
                         throw DeployError.transport("asset \(asset.key) sent more than the \(expected) bytes its answer announced")
@@ -471,7 +475,8 @@ public final class DeployClient {
                     if percent >= reported + Self.progressStep, percent < 100 {
                         reported = percent - percent % Self.progressStep
                         // Queued: the download does not wait for the disk, the events still commit in order.
-                        progress.append(enqueue(.downloadProgress, ["updateId": .string(manifest.id), "percent": .int(reported)]))
+                        progress.append(enqueue(.downloadProgress, ["updateId": .string(manifest.id), "percent": .int(reported)],
+                                                after: progress.last))
                     }
                 }
                 flusher.flush(fd, path: file)

@@ -18,6 +18,8 @@ public enum EventLogCLI {
     /// exits with the command's code (3 when its output could not be written: a full disk).
     public static func main(app: EventLogApp) -> Never {
         reportStorageFaultsAsDamage(program: app.name)
+        // A reader that goes away (`| true`, `| head`) is an EPIPE the console handles, never a signal.
+        signal(SIGPIPE, SIG_IGN)
         let console = Console.standard()
         var status: Int32
         let notUTF8 = (1..<max(1, Int(CommandLine.argc))).first { index in

@@ -115,4 +115,15 @@ import Testing
         #expect(try log.store.currentState["counter"]?["at"] == .string(last.time.description))
         #expect(try log.store.verify().isOK)
     }
+
+    @Test func anEventQueuedAfterOneThatFailedIsRefusedWithItsError() throws {
+        let log = try TemporaryEventStore()
+        let first = Counter.enqueue(Event(stream: Counter.stream, type: "add"), to: log.store)
+        let refused = Counter.enqueue(Event(stream: Counter.stream, type: "remove"), after: first, to: log.store)
+        #expect(throws: RuleError("only add")) { try refused.committed() }
+        let next = Counter.enqueue(Event(stream: Counter.stream, type: "add"), after: refused, to: log.store)
+        #expect(throws: RuleError("only add")) { try next.committed() }
+        #expect(try first.committed().seq == 1)
+        #expect(try log.store.lastSeq() == 1)
+    }
 }

@@ -34,10 +34,16 @@ extension EventRules {
 
     /// Queues `event` (``EventStore/enqueue(_:)``: it returns before the commit) with the
     /// writes the rules give it at the state and time of its commit; the same refusals, from
-    /// ``QueuedAppend/committed()``.
+    /// ``QueuedAppend/committed()``. After `previous`, it is refused with `previous`'s error
+    /// when that one failed in an earlier commit, and a commit that fails fails both: a chain
+    /// the log takes without a gap, or stops taking. (One the rules refuse alone inside the
+    /// same commit as this one is not seen: its outcome is set once the commit ends.)
     @discardableResult
-    public static func enqueue(_ event: Event, to store: EventStore) -> QueuedAppend {
-        store.enqueue(appending: { batch in try append(event, at: store.clock.now(), to: &batch) })
+    public static func enqueue(_ event: Event, after previous: QueuedAppend? = nil, to store: EventStore) -> QueuedAppend {
+        store.enqueue(appending: { batch in
+            if case .failure(let error)? = previous?.outcome { throw error }
+            return try append(event, at: store.clock.now(), to: &batch)
+        })
     }
 }
 
