@@ -42,6 +42,27 @@ import Testing
         }
     }
 
+    /// A reader that closed its end before anything was written: every command ends by its
+    /// own exit, never by SIGPIPE.
+    @Test func aClosedOutputEndsTheCommandNotTheProcess() throws {
+        let db = dir.file("closed.lmdb")
+        #expect(try runEventlog(["import", "-", "--db", db], stdin: counterEvents(key: "n", count: 2_000)).code == 0)
+        for command in [["info"], ["export"], ["snapshot", "2000"]] {
+            // Started with SIGPIPE as a process gets it from a shell (this one ignores it, and
+            // exec keeps an ignored signal ignored).
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            process.arguments = ["-c", "import os, signal, sys; signal.signal(signal.SIGPIPE, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])",
+                                 builtExecutable().path] + command + ["--db", db]
+            let out = Pipe()
+            process.standardOutput = out
+            try out.fileHandleForReading.close()
+            try process.run()
+            process.waitUntilExit()
+            #expect(process.terminationReason == .exit, "\(command) ended by signal \(process.terminationStatus)")
+        }
+    }
+
     @Test func anArgumentThatIsNotUTF8IsRefused() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
