@@ -30,6 +30,17 @@ import Testing
         })
     }
 
+    /// The number of `id`'s events the stream holds, once a `fleet list` answers with it (up to
+    /// 30 s): right after a leader dies, a cluster answers no list until it has elected another.
+    func settledCount(_ id: String, _ servers: String) throws -> Int64? {
+        let deadline = Date().addingTimeInterval(30)
+        repeat {
+            if let count = try streamCounts(servers)[id] { return count }
+            usleep(100_000)
+        } while Date() < deadline
+        return nil
+    }
+
     /// Waits (up to 30 s) until the stream holds some of `id`'s events.
     func waitUntilShipping(_ id: String, _ servers: String) throws {
         let deadline = Date().addingTimeInterval(30)
@@ -123,7 +134,7 @@ import Testing
         shipper.waitUntilExit()
         #expect(shipper.terminationStatus == 0, "\(err)")
         let survivor = nats.url((leader + 1) % 3)
-        #expect(try streamCounts(survivor)[id] == 20_000)
+        #expect(try settledCount(id, survivor) == 20_000)
         try expectPulledCopyEquals(db, id: id, from: survivor)
     }
 
@@ -166,7 +177,7 @@ import Testing
         try #require(last.code == 0, "\(last.err)")
         #expect(try StateValue(json: last.out)["through"] == .int(Int64(events)))
         for node in 0..<3 {
-            #expect(try streamCounts(nats.url(node))[id] == Int64(events))
+            #expect(try settledCount(id, nats.url(node)) == Int64(events))
             try expectPulledCopyEquals(db, id: id, from: nats.url(node))
         }
     }
