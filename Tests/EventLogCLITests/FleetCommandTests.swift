@@ -86,7 +86,9 @@ import Testing
                 events += 30_000
             }
         }
-        #expect(killedMidShip)
+        // Under a sanitizer each poll spawns a slowed child and every ship may end before its kill:
+        // there the re-ship's exactness is still checked, the kill's timing only in the plain run.
+        #expect(killedMidShip || ProcessInfo.processInfo.environment["EVENTLOG_TEST_SANITIZER"] != nil)
         let again = try runEventlog(["ship", "--servers", nats.urls, "--json", "--db", db])
         #expect(again.code == 0, "\(again.err)")
         #expect(try StateValue(json: again.out)["through"] == .int(Int64(events)))
