@@ -41,14 +41,14 @@ import Testing
         return nil
     }
 
-    /// Waits (up to 30 s) until the stream holds some of `id`'s events.
-    func waitUntilShipping(_ id: String, _ servers: String) throws {
+    /// Waits (up to 30 s) until the stream holds more than `count` of `id`'s events.
+    func waitUntilShipping(_ id: String, _ servers: String, past count: Int64 = 0) throws {
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
-            if (try streamCounts(servers)[id] ?? 0) > 0 { return }
+            if (try streamCounts(servers)[id] ?? 0) > count { return }
             usleep(20_000)
         }
-        Issue.record("nothing was shipped within 30 s")
+        Issue.record("no more than \(count) of the events were shipped within 30 s")
     }
 
     /// Pulls `id` into a new database and checks it exports byte for byte as `original`.
@@ -76,8 +76,7 @@ import Testing
             let shipper = try spawnEventlog(["ship", "--servers", nats.urls, "--db", db])
             shipper.standardOutput = FileHandle.nullDevice
             try shipper.run()
-            let deadline = Date().addingTimeInterval(30)
-            while Date() < deadline, (try streamCounts(nats.urls)[id] ?? 0) <= before { usleep(20_000) }
+            try waitUntilShipping(id, nats.urls, past: before)
             kill(shipper.processIdentifier, SIGKILL)
             shipper.waitUntilExit()
             killedMidShip = shipper.terminationReason == .uncaughtSignal
