@@ -18,8 +18,9 @@ import Foundation
 /// to a temporary file and renamed. Every temporary name is new to the call that makes it
 /// (created exclusively), and a call takes back only what it created itself, file by file,
 /// never recursively. Besides, the lifecycle removes the client's own `holding` and `pending`
-/// once it has checked they are ones it wrote; what a killed call left (`*.partial-N`,
-/// `*.next-N`) stays until a person removes it. One client at a time: opening takes an
+/// once it has checked they are ones it wrote, and reaps update directories its own downloads
+/// made (`removeUpdate`: the files the manifest names, then directories once empty); what a
+/// killed call left (`*.partial-N`, `*.next-N`) stays until a person removes it. One client at a time: opening takes an
 /// exclusive lock (`flock` on `APP_DIR/lock`) held until the value is released.
 public struct AppDirectory: Sendable {
     /// The app directory's path, as given.
@@ -116,6 +117,89 @@ public struct AppDirectory: Sendable {
             throw .filesystem("cannot remove \(path)/\(link): \(String(cString: strerror(errno)))")
         }
         try Files.syncDirectory(path)
+    }
+
+    /// Removes update `id`, made by this client's download, as far as it is the client's: each
+    /// file its manifest names that is still a regular file, then the directories on their way
+    /// and the update's own once empty (never recursively, never through a symbolic link), then
+    /// the manifest, last. What is already gone is skipped, so a removal cut short finishes here.
+    /// Returns the files removed, and why anything stays (a file this client did not make keeps
+    /// its directory); `nil` when all is gone.
+    /// - Throws: `DeployError.filesystem` when a removal fails for another reason than what
+    ///   stays there (a read-only file system, an I/O error) or `updates/` cannot be opened.
+    func removeUpdate(_ id: String) throws(DeployError) -> (removedFiles: Int, left: String?) {
+        guard Self.isSafeUpdateID(id) else { return (0, "\"\(id)\" is no update id") }
+        let updates = open(updatesPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard updates >= 0 else { throw .filesystem("cannot open \(updatesPath): \(String(cString: strerror(errno)))") }
+        defer { close(updates) }
+        let keys: [String]
+        do throws(DeployError) { keys = try manifest(of: id).allAssets.map(\.key).filter(Self.isSafeKey) } catch {
+            // Gone with its manifest (a removal finished before), or never the client's to read.
+            var info = stat()
+            guard fstatat(updates, id, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return (0, nil) }
+            return (0, "updates/\(id) has no manifest this client can read (\(error))")
+        }
+        var removed = 0
+        var left: String?
+        /// Takes the outcome `code` of removing `path` (under `updates/`): gone, staying (the
+        /// first reason is kept), or failed.
+        func note(_ path: String, _ code: Int32) throws(DeployError) {
+            switch code {
+            case 0, ENOENT: return
+            case ENOTEMPTY, EEXIST: left = left ?? "updates/\(path) holds files this client did not make"
+            case ENOTDIR, ELOOP: left = left ?? "updates/\(path) is reached through a link or file this client did not make"
+            case EISDIR: left = left ?? "updates/\(path) is not a file this client made"
+            default: throw .filesystem("cannot remove \(updatesPath)/\(path): \(String(cString: strerror(code)))")
+            }
+        }
+        for key in keys {
+            var parts = key.split(separator: "/").map(String.init)
+            let name = parts.removeLast()
+            let (fd, code) = Self.openDirectory([id] + parts, under: updates)
+            guard fd >= 0 else { try note(id + "/" + key, code); continue }
+            defer { close(fd) }
+            var info = stat()
+            guard fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { try note(id + "/" + key, errno); continue }
+            guard info.st_mode & S_IFMT == S_IFREG else { try note(id + "/" + key, EISDIR); continue }
+            guard unlinkat(fd, name, 0) == 0 else { try note(id + "/" + key, errno); continue }
+            removed += 1
+        }
+        // The directories on the keys' way, deepest first, then the update's own.
+        let directories = Set(keys.flatMap { key in
+            let parts = key.split(separator: "/").dropLast()
+            return parts.indices.map { parts[...$0].joined(separator: "/") }
+        }).sorted { ($0.split(separator: "/").count, $0) > ($1.split(separator: "/").count, $1) }
+        for directory in directories {
+            var parts = directory.split(separator: "/").map(String.init)
+            let name = parts.removeLast()
+            let (fd, code) = Self.openDirectory([id] + parts, under: updates)
+            guard fd >= 0 else { try note(id + "/" + directory, code); continue }
+            defer { close(fd) }
+            try note(id + "/" + directory, unlinkat(fd, name, AT_REMOVEDIR) == 0 ? 0 : errno)
+        }
+        try note(id, unlinkat(updates, id, AT_REMOVEDIR) == 0 ? 0 : errno)
+        guard fsync(updates) == 0 else { throw .filesystem("cannot flush \(updatesPath): \(String(cString: strerror(errno)))") }
+        // The manifest last: until it goes, a removal cut short knows what to remove.
+        guard unlinkat(updates, id + ".json", 0) == 0 || errno == ENOENT else {
+            throw .filesystem("cannot remove \(manifestPath(id)): \(String(cString: strerror(errno)))")
+        }
+        guard fsync(updates) == 0 else { throw .filesystem("cannot flush \(updatesPath): \(String(cString: strerror(errno)))") }
+        return (removed, left)
+    }
+
+    /// Opens directory `components` under descriptor `fd`, crossing no symbolic link: the
+    /// descriptor, or -1 and the errno.
+    private static func openDirectory(_ components: [String], under fd: Int32) -> (fd: Int32, errno: Int32) {
+        var current = dup(fd)
+        guard current >= 0 else { return (-1, errno) }
+        for component in components {
+            let next = openat(current, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            let code = errno
+            close(current)
+            guard next >= 0 else { return (-1, code) }
+            current = next
+        }
+        return (current, 0)
     }
 
     /// The install awaiting confirmation, if any.

@@ -89,6 +89,11 @@ public final class DeployClient {
         case recordedWillUpdate, wrotePending, switchedWorking, removedHolding, recordedDidUpdate
     }
     package var installStepHook: (InstallStep) -> Void = { _ in }
+    /// The steps of a reap, in order; `reapStepHook` runs after each, as `installStepHook` does.
+    public enum ReapStep: String, Sendable, CaseIterable {
+        case recordedReap, removedUpdate, recordedReapFinished
+    }
+    package var reapStepHook: (ReapStep) -> Void = { _ in }
     /// `link(2)`, through which a download links the assets it reuses (tests make it fail,
     /// as another file system or a refusing one would, to prove the copy that follows).
     package var hardLink: (_ existing: String, _ new: String) -> Int32 = { link($0, $1) }
@@ -300,6 +305,7 @@ public final class DeployClient {
                 let partial = directory.newPartialPath(manifest.id)
                 try created.makeDirectory(partial)
                 tally = try downloadAssets(of: manifest, headers: assetHeaders, into: partial, created: created)
+                tally.madeDirectory = true
                 try created.syncDirectories()
                 guard rename(partial, complete) == 0 else { throw DeployError.filesystem("cannot move \(partial) into place: \(String(cString: strerror(errno)))") }
                 // The manifest last: its presence marks the update complete.
@@ -331,14 +337,18 @@ public final class DeployClient {
         manifest.allAssets.allSatisfy { asset in asset.hash != nil && Files.sha256(of: directory + "/" + asset.key) == asset.hash }
     }
 
-    /// What one download took from updates already on disk and what it fetched, as the
-    /// `downloaded` event records it (a complete copy already on disk: all zero).
+    /// What one download took from updates already on disk and what it fetched, and whether it
+    /// made the update's directory (then the client may reap it), as the `downloaded` event
+    /// records it (a complete copy already on disk: all zero, not made).
     struct DownloadTally {
         var reusedAssets = 0, reusedBytes: Int64 = 0, downloadedAssets = 0, downloadedBytes: Int64 = 0
+        var madeDirectory = false
 
         func payload(updateId: String) -> StateObject {
-            ["updateId": .string(updateId), "reusedAssets": .int(Int64(reusedAssets)), "reusedBytes": .int(reusedBytes),
-             "downloadedAssets": .int(Int64(downloadedAssets)), "downloadedBytes": .int(downloadedBytes)]
+            var payload: StateObject = ["updateId": .string(updateId), "reusedAssets": .int(Int64(reusedAssets)), "reusedBytes": .int(reusedBytes),
+                                        "downloadedAssets": .int(Int64(downloadedAssets)), "downloadedBytes": .int(downloadedBytes)]
+            if madeDirectory { payload["madeUpdateDirectory"] = true }
+            return payload
         }
     }
 
@@ -534,8 +544,9 @@ public final class DeployClient {
         try record(.willUpdateWorkingDirectory, ["updateId": .string(update)])
         installStepHook(.recordedWillUpdate)
         let index = "updates/" + update + "/" + (try directory.manifest(of: update).launchAsset.key)
+        let previous: String?
         do {
-            let previous = try directory.target(of: AppDirectory.working)
+            previous = try directory.target(of: AppDirectory.working)
             try directory.setPending(PendingInstall(update: update, previous: previous))
             installStepHook(.wrotePending)
             try directory.point(AppDirectory.working, at: update) // the one step that switches
@@ -548,7 +559,7 @@ public final class DeployClient {
         try directory.removeLink(AppDirectory.holding) // if this fails, the next start finishes the install
         installStepHook(.removedHolding)
         // Relative to the app directory, whose absolute path an app container may change.
-        try record(.didUpdateWorkingDirectory, ["updateId": .string(update), "indexURL": .string(index)])
+        try record(.didUpdateWorkingDirectory, ["updateId": .string(update), "indexURL": .string(index), "previousUpdate": StateValue(previous)])
         installStepHook(.recordedDidUpdate)
         return update
     }
@@ -589,6 +600,7 @@ public final class DeployClient {
         // confirm again; one that took it has the next `recover()` remove `pending`.
         try record(.launchConfirmed, ["updateId": .string(pending.update)])
         try directory.setPending(nil)
+        try reap()
     }
 
     /// The app launches (Stork's `deliver`): an install launched before and still unconfirmed
@@ -618,6 +630,7 @@ public final class DeployClient {
         }
         try run(launchBehavior)
         if try directory.pending() != nil || (try state("phase"))?.stringValue == DeployRules.Phase.installed.rawValue { try reload() }
+        try reap()
     }
 
     /// The app enters the foreground: the foreground behaviour runs once
@@ -726,12 +739,15 @@ public final class DeployClient {
     ///   changed; `EventStoreError` (`.corruptRecord` among them) or `LMDBError` when the log
     ///   cannot be read or the event cannot be recorded.
     public func recover() throws {
+        if let reaping = try state("reaping")?.objectValue { try finishReap(of: reaping) }
         let phase = try state("phase")?.stringValue.flatMap(DeployRules.Phase.init(rawValue:))
         guard phase == .installing else { return try finishRecordedChange(phase) }
         guard let installing = try lastInstallingUpdate() else { return }
         if try directory.target(of: AppDirectory.working) == installing {
             if try directory.target(of: AppDirectory.holding) == installing { try directory.removeLink(AppDirectory.holding) }
-            try record(.installRecovered, ["updateId": .string(installing), "result": "finished"])
+            var finished: StateObject = ["updateId": .string(installing), "result": "finished"]
+            if let pending = try directory.pending(), pending.update == installing { finished["previousUpdate"] = StateValue(pending.previous) }
+            try record(.installRecovered, finished)
         } else {
             if try directory.pending()?.update == installing { try directory.setPending(nil) }
             try record(.installRecovered, ["updateId": .string(installing), "result": "undone"])
@@ -760,6 +776,45 @@ public final class DeployClient {
         default:
             return
         }
+    }
+
+    /// Reaps the update directories this client's downloads made (`madeUpdates`) that it no
+    /// longer needs: every one but working, holding, the pending install and the one it
+    /// replaced, and the update working before the newest install. `updatesReaped` names them
+    /// with why (`rejected` after a rollback, `otherRuntimeVersion` when built for another,
+    /// else `superseded`) before anything is removed,
+    /// `reapFinished` says what was removed and what stays; `recover()` finishes a reap cut short.
+    private func reap() throws {
+        let state = try self.state().objectValue ?? StateObject()
+        guard let made = state["madeUpdates"]?.objectValue, !made.isEmpty else { return }
+        let pending = try directory.pending()
+        let needed = Set([try directory.target(of: AppDirectory.working), try directory.target(of: AppDirectory.holding),
+                          pending?.update, pending?.previous] + ["workingUpdate", "holdingUpdate", "pendingUpdate", "previousUpdate"].map { state[$0]?.stringValue })
+        var unneeded = StateObject()
+        for (id, _) in made where !needed.contains(id) {
+            let runtime = try? directory.manifest(of: id).runtimeVersion
+            unneeded[id] = state["rejectedUpdates"]?.objectValue?[id] != nil ? "rejected"
+                : runtime != nil && runtime != target.runtimeVersion ? "otherRuntimeVersion" : "superseded"
+        }
+        guard !unneeded.isEmpty else { return }
+        try record(.updatesReaped, ["updates": .object(unneeded)])
+        reapStepHook(.recordedReap)
+        try finishReap(of: unneeded)
+    }
+
+    /// Removes the updates a recorded `updatesReaped` names, skipping what is gone, and records
+    /// `reapFinished`.
+    private func finishReap(of updates: StateObject) throws {
+        var removedFiles = 0
+        var left = StateObject()
+        for (id, _) in updates {
+            let removal = try directory.removeUpdate(id)
+            removedFiles += removal.removedFiles
+            if let reason = removal.left { left[id] = .string(reason) }
+            reapStepHook(.removedUpdate)
+        }
+        try record(.reapFinished, ["removedFiles": .int(Int64(removedFiles)), "left": .object(left)])
+        reapStepHook(.recordedReapFinished)
     }
 
     /// The update of the newest `willUpdateWorkingDirectory`.

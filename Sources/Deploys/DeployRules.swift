@@ -10,7 +10,10 @@ import EventLog
 /// `serverDefinedHeaders` and `manifestFilters` (as the last response that carried them said),
 /// and `rejectedUpdates.ID` (the reason), for updates rolled back after a launch the app never
 /// confirmed: the client does not install those again, unless its rollback retry allows it once
-/// `rejections.ID` (`times` rejected, last `at`) says the delay has passed.
+/// `rejections.ID` (`times` rejected, last `at`) says the delay has passed. Since reaping:
+/// `madeUpdates.ID` for each update directory this client's downloads made and has not reaped,
+/// `previousUpdate` (the working update before the newest install) and `reaping` (the updates
+/// a reap is removing, with why, until it is finished).
 public enum DeployRules: EventRules {
     /// The stream of deploy events, and the key of their state.
     public static let stream = "deploy"
@@ -40,6 +43,12 @@ public enum DeployRules: EventRules {
         /// The app confirmed a launch later than the client's ready timeout allows (Capgo's
         /// `appReadyTimeout`): the launch counts as failed, and the next start rolls it back.
         case launchConfirmedTooLate
+        /// The client removes update directories it made and no longer needs (`updates`: each
+        /// id with why: `superseded`, `rejected` or `otherRuntimeVersion`); recorded before
+        /// anything is removed.
+        case updatesReaped
+        /// The removal `updatesReaped` named is done (`removedFiles`; `left`: what stays and why).
+        case reapFinished
 
         /// The transitions that record a refused or failed step.
         public static let failures: Set<Transition> = [.checkFailed, .signatureInvalid, .downloadFailed, .integrityFailed, .failedToUpdateWorkingDirectory,
@@ -103,6 +112,9 @@ public enum DeployRules: EventRules {
             for key in ["reusedAssets", "reusedBytes", "downloadedAssets", "downloadedBytes"] {
                 if let field = fields[key], (field.intValue ?? -1) < 0 { return .failure(RuleError("downloaded's \(key) is a count, not \(field)")) }
             }
+            if fields["madeUpdateDirectory"]?.boolValue == true, let id = update.stringValue {
+                changes.set(true, at: StatePath([.key(stream), .key("madeUpdates"), .key(id)]))
+            }
             changes["phase"] = phaseValue(.downloaded)
             changes["holdingUpdate"] = update
             changes["progress"] = .int(100)
@@ -111,11 +123,11 @@ public enum DeployRules: EventRules {
             changes["phase"] = phaseValue(.installing)
         case .didUpdateWorkingDirectory:
             guard let update else { return .failure(RuleError("didUpdateWorkingDirectory needs an updateId")) }
-            installed(update, &changes)
+            if let failure = installed(update, previous: fields["previousUpdate"], &changes) { return .failure(failure) }
         case .installRecovered:
             guard let update, let result = fields["result"]?.stringValue else { return .failure(RuleError("installRecovered needs an updateId and a result")) }
             switch result {
-            case "finished": installed(update, &changes)
+            case "finished": if let failure = installed(update, previous: fields["previousUpdate"], &changes) { return .failure(failure) }
             case "undone": changes["phase"] = phaseValue(.downloaded)
             default: return .failure(RuleError("installRecovered's result is finished or undone, not \"\(result)\""))
             }
@@ -142,6 +154,14 @@ public enum DeployRules: EventRules {
         case .launchConfirmedTooLate:
             guard let reason = text("reason") else { return .failure(RuleError("launchConfirmedTooLate needs a reason")) }
             changes["lastError"] = reason
+        case .updatesReaped:
+            guard let updates = fields["updates"]?.objectValue, !updates.isEmpty, updates.allSatisfy({ $0.value.stringValue != nil }) else {
+                return .failure(RuleError("updatesReaped needs updates, each id with why"))
+            }
+            changes["reaping"] = .object(updates)
+            for (id, _) in updates { changes.set(nil, at: StatePath([.key(stream), .key("madeUpdates"), .key(id)])) }
+        case .reapFinished:
+            changes["reaping"] = nil
         }
         if let failure = changes.failure { return .failure(RuleError("\(failure)")) }
         return .success(changes.writes)
@@ -149,13 +169,20 @@ public enum DeployRules: EventRules {
 
     private static func phaseValue(_ phase: Phase) -> StateValue { .string(phase.rawValue) }
 
-    /// `update` is now in the working directory, awaiting the app's confirmation.
-    private static func installed(_ update: StateValue, _ changes: inout StateChanges) {
+    /// `update` is now in the working directory, awaiting the app's confirmation; `previous`,
+    /// when the payload has it (since reaping), is the working update it replaced (`null`: the
+    /// embedded bundle). Returns why `previous` cannot be one.
+    private static func installed(_ update: StateValue, previous: StateValue?, _ changes: inout StateChanges) -> RuleError? {
+        if let previous {
+            guard previous == .null || previous.stringValue != nil else { return RuleError("previousUpdate is an update id or null, not \(previous)") }
+            changes["previousUpdate"] = previous == .null ? nil : previous
+        }
         changes["phase"] = phaseValue(.installed)
         changes["workingUpdate"] = update
         changes["holdingUpdate"] = nil
         changes["pendingUpdate"] = update
         changes["availableUpdate"] = nil
+        return nil
     }
 
     /// The path of a key of the `deploy` state.

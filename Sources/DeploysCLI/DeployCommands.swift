@@ -17,7 +17,9 @@ enum DeployCommands {
             and the next command finishes or undoes the swap and records which (installRecovered).
             Every other change (rollback, confirm, reload, holding) is recorded before it is made:
             a log that cannot take it (a full disk) changes nothing, and the next command finishes
-            one a crash cut short.
+            one a crash cut short. After deliver and confirm, the update directories this client
+            downloaded and no longer needs (all but working, holding, the pending install's two and
+            the one before the newest install) are reaped, recorded as updatesReaped.
             A refused update (hash mismatch, an asset key escaping the directory, a wrong content
             type, another runtime version, an HTTP error, a timeout, a signature that does not check
             out when certificates are trusted) is recorded with its reason,
@@ -339,9 +341,10 @@ enum DeployCommands {
         if let deadline { client.deadline = deadline }
         client.rejectedRetry = retry
         client.readyTimeout = readyTimeout.map { Int64($0 * 1_000_000) }
-        // For crash tests: die at once after the named install step, as a power cut would.
-        if let step = ProcessInfo.processInfo.environment["EVENTLOG_DEPLOY_CRASH_AFTER"].flatMap(DeployClient.InstallStep.init(rawValue:)) {
-            client.installStepHook = { if $0 == step { kill(getpid(), SIGKILL) } }
+        // For crash tests: die at once after the named install or reap step, as a power cut would.
+        if let step = ProcessInfo.processInfo.environment["EVENTLOG_DEPLOY_CRASH_AFTER"] {
+            client.installStepHook = { if $0.rawValue == step { kill(getpid(), SIGKILL) } }
+            client.reapStepHook = { if $0.rawValue == step { kill(getpid(), SIGKILL) } }
         }
         return client
     }

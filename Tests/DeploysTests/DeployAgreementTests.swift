@@ -64,7 +64,7 @@ struct DeployAgreementTests {
         // Once there is room, the launch rolls back, records it, and never takes u2 again.
         let before = try harness.store.lastSeq()
         try harness.client().deliver()
-        #expect(try harness.transitions(after: before) == ["rolledBack", "checkStarted", "noNewDeploy"])
+        #expect(try harness.transitions(after: before) == ["rolledBack", "checkStarted", "noNewDeploy", "updatesReaped", "reapFinished"])
         #expect(harness.workingFile() == "one")
         #expect(try harness.deploy("rejectedUpdates")?["u2"] != nil)
         try Self.expectAgreement(harness)

@@ -14,7 +14,8 @@ struct DeployClientTests {
             .applied("deploy/checkStarted", ["deploy.phase": "checking", "deploy.lastCheck": "2025-11-30T02:05:40.123456Z"]),
             .applied("deploy/newDeployAvailable", ["deploy.phase": "updateAvailable", "deploy.availableUpdate": "update-1"]),
             .applied("deploy/downloadProgress", ["deploy.phase": "downloading", "deploy.progress": 50]),
-            .applied("deploy/downloaded", ["deploy.phase": "downloaded", "deploy.holdingUpdate": "update-1", "deploy.progress": 100]),
+            .applied("deploy/downloaded", ["deploy.phase": "downloaded", "deploy.holdingUpdate": "update-1", "deploy.progress": 100,
+                                                 "deploy.madeUpdates.update-1": true]),
             .applied("deploy/willUpdateWorkingDirectory", ["deploy.phase": "installing"]),
             .applied("deploy/didUpdateWorkingDirectory", ["deploy.phase": "installed", "deploy.workingUpdate": "update-1", "deploy.holdingUpdate": nil,
                                                           "deploy.pendingUpdate": "update-1", "deploy.availableUpdate": nil]),
@@ -122,8 +123,8 @@ struct DeployClientTests {
     }
 
     /// A native release of another runtime version launches its embedded bundle: the update
-    /// working for the old one is let go (the update's files stay), recorded with both
-    /// versions; an update for the new version is then taken as usual.
+    /// working for the old one is let go, recorded with both versions, and reaped; an update
+    /// for the new version is then taken as usual.
     @Test func aNewRuntimeVersionStartsFromTheEmbeddedBundle() throws {
         let harness = try DeployHarness()
         try harness.publish(["index.html": "for one"], id: "u1", runtime: "1.0")
@@ -131,12 +132,14 @@ struct DeployClientTests {
         #expect(harness.workingFile() == "for one")
         let before = try harness.store.lastSeq()
         try harness.client(runtime: "2.0").deliver()
-        #expect(try harness.transitions(after: before) == ["rolledBack", "checkStarted", "checkFailed"])
+        #expect(try harness.transitions(after: before) == ["rolledBack", "checkStarted", "checkFailed", "updatesReaped", "reapFinished"])
+        #expect(try harness.store.record(before + 4)?.event.payload["updates"] == ["u1": "otherRuntimeVersion"])
         let reset = try #require(try harness.store.record(before + 1))
         #expect(reset.event.payload["fromRuntimeVersion"] == "1.0" && reset.event.payload["toRuntimeVersion"] == "2.0")
         #expect(reset.event.payload["reason"] == "the app's runtime version changed from 1.0 to 2.0, so the embedded bundle is used")
         #expect(try harness.workingFile() == nil && harness.deploy("workingUpdate") == nil)
-        #expect(FileManager.default.fileExists(atPath: harness.appDirectory + "/updates/u1/index.html"))
+        #expect(!FileManager.default.fileExists(atPath: harness.appDirectory + "/updates/u1"))
+        #expect(!FileManager.default.fileExists(atPath: harness.appDirectory + "/updates/u1.json"))
         try harness.publish(["index.html": "for two"], id: "u2", runtime: "2.0")
         try harness.client(runtime: "2.0").deliver()
         #expect(harness.workingFile() == "for two")
@@ -212,7 +215,11 @@ struct DeployClientTests {
         try client.deliver()
         #expect(harness.workingFile() == "one")
         let types = try harness.transitions(after: before)
-        #expect(types == ["rolledBack", "checkStarted", "noNewDeploy"])
+        #expect(types == ["rolledBack", "checkStarted", "noNewDeploy", "updatesReaped", "reapFinished"])
+        // The rejected update's directory was the client's: it goes, its rejection stays.
+        #expect(try harness.store.record(before + 4)?.event.payload["updates"] == ["u2": "rejected"])
+        #expect(!FileManager.default.fileExists(atPath: harness.appDirectory + "/updates/u2"))
+        #expect(try harness.deploy("rejectedUpdates")?["u2"] != nil)
         let rolledBack = try #require(try harness.store.record(before + 1))
         #expect(rolledBack.event.payload["reason"] == "update u2 was launched but the app never confirmed a good launch (confirmLaunch)")
         #expect(rolledBack.event.payload["to"] == "u1")

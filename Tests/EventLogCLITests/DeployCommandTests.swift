@@ -269,6 +269,35 @@ struct DeployCommandTests {
         #expect(eventlog(["verify", "--db", db]).code == 0)
     }
 
+    @Test("a crash after each reap step leaves the kept updates whole, and the next command finishes the reap",
+          arguments: DeployClient.ReapStep.allCases.map(\.rawValue))
+    func crashDuringReap(_ step: String) throws {
+        for (id, index) in [("v1", "one"), ("v2", "two")] {
+            _ = eventlog(["deploy", "publish", try bundle(id, index), "--server-dir", server, "--runtime-version", "1.0", "--id", id])
+            #expect(deploy("deliver").code == 0 && deploy("confirm").code == 0)
+        }
+        _ = eventlog(["deploy", "publish", try bundle("v3", "three"), "--server-dir", server, "--runtime-version", "1.0", "--id", "v3"])
+        // The launch that installs v3 reaps v1: working is v3, pending's previous v2.
+        let crashed = try runEventlog(["deploy", "deliver", "--db", db, "--server", server, "--app-dir", app, "--runtime-version", "1.0"],
+                                      environment: ["EVENTLOG_DEPLOY_CRASH_AFTER": step])
+        #expect(crashed.code == 9, "the launch was not killed after \(step): \(crashed.err)")
+        #expect(working == "three")
+        let status = eventlog(["deploy", "status", "--db", db, "--app-dir", app, "--runtime-version", "1.0", "--json"])
+        #expect(status.code == 0, "\(status.err)")
+        let updates = try FileManager.default.contentsOfDirectory(atPath: app + "/updates").sorted()
+        #expect(updates == ["v2", "v2.json", "v3", "v3.json"], "after a crash at \(step)")
+        for (id, index) in [("v2", "two"), ("v3", "three")] {
+            #expect(try String(contentsOfFile: app + "/updates/\(id)/index.html", encoding: .utf8) == index)
+            #expect(try String(contentsOfFile: app + "/updates/\(id)/css/site.css", encoding: .utf8) == "body{}")
+        }
+        let types = try eventlog(["log", "--db", db, "--json"]).out.split(separator: "\n").map { try StateValue(json: String($0))["type"]?.stringValue }
+        #expect(types.filter { $0 == "updatesReaped" }.count == 1 && types.filter { $0 == "reapFinished" }.count == 1, "\(types)")
+        #expect(try StateValue(json: status.out)["deploy.reaping"] == nil)
+        #expect(deploy("confirm").code == 0)
+        #expect(eventlog(["replay", "--verify", "--db", db]).code == 0)
+        #expect(eventlog(["verify", "--db", db]).code == 0)
+    }
+
     /// SIGKILL at random moments of a download that reuses the held update's assets: the next
     /// download completes, the held update's files are as they were, and replay verifies.
     @Test func aDownloadReusingAssetsKilledAtRandomMomentsRecovers() throws {

@@ -29,7 +29,7 @@ import Testing
         #expect(shrunk.code == 0, "\(shrunk.err)")
         let report = try StateValue(json: shrunk.out)
         #expect(report["inputs"] == [["seq": 110, "input": "tap botmessages://bots?filter=unread"]])
-        #expect(report["of"] == 147)
+        #expect(report["of"] == 149)
         #expect(report["oneMinimal"] == true)
         #expect(report["stoppedBy"] == .null)
         // The shrunk session: the initial state, the plan's start and its three steps.
@@ -39,7 +39,7 @@ import Testing
         let text = eventlog(["shrink", "--replay", "--regression", "compound-tab-filter", "--db", db])
         #expect(text.code == 0)
         let lines = text.out.split(separator: "\n").map(String.init)
-        #expect(lines.first?.hasPrefix("shrunk 147 inputs to 1 in ") == true, "\(text.out)")
+        #expect(lines.first?.hasPrefix("shrunk 149 inputs to 1 in ") == true, "\(text.out)")
         #expect(lines.first?.hasSuffix("leaving out any one of them makes the failure go away:") == true, "\(text.out)")
         #expect(lines.dropFirst().first == "  #110  tap botmessages://bots?filter=unread")
         #expect(text.out.contains("first bad event of the shrunk session: 5\n"))
@@ -95,7 +95,7 @@ import Testing
         let db = faultySession(in: directory)
         let stopped = eventlog(["shrink", "--replay", "--regression", "compound-tab-filter", "--max-runs", "3", "--db", db])
         #expect(stopped.code == 0, "\(stopped.err)")
-        #expect(stopped.out.hasPrefix("shrunk 147 inputs to "), "\(stopped.out)")
+        #expect(stopped.out.hasPrefix("shrunk 149 inputs to "), "\(stopped.out)")
         #expect(stopped.out.contains(" in 3 runs ("), "\(stopped.out)")
         #expect(stopped.out.contains("stopped by --max-runs 3 before trying to leave out each one:"), "\(stopped.out)")
         #expect(stopped.out.contains("first bad event of the shrunk session: "), "\(stopped.out)")
@@ -105,7 +105,7 @@ import Testing
         #expect(json["runs"] == 3)
         // Fewer inputs than the session's, which still fail: the shrunk session's first bad event.
         let kept = json["inputs"]?.arrayValue?.count ?? 0
-        #expect(kept > 1 && kept < 147, "\(json)")
+        #expect(kept > 1 && kept < 149, "\(json)")
         #expect(json["firstBad"]?.intValue != nil)
         #expect(stopped.out.split(separator: "\n").filter { $0.hasPrefix("  #") }.count == kept)
     }
@@ -133,7 +133,7 @@ import Testing
         #expect(shrunk.code == 0, "\(shrunk.err)")
         let report = try StateValue(json: shrunk.out)
         #expect(report["inputs"] == [["seq": .int(Int64(marker)), "input": "notes/marked"]])
-        #expect(report["of"] == 148)
+        #expect(report["of"] == 150)
     }
 
     func firstBad(_ arguments: [String]) throws -> UInt64? {
@@ -149,7 +149,7 @@ import Testing
         #expect(nothing.code == 1 && nothing.err.hasPrefix("Error: nothing to shrink"), "\(nothing.err)")
         let stopped = eventlog(["shrink", "--replay", "--regression", "compound-tab-filter", "--timeout", "0.001", "--db", db])
         #expect(stopped.code == 0, "\(stopped.err)")
-        #expect(stopped.out.hasPrefix("shrunk 147 inputs to 147 in 1 runs ("), "\(stopped.out)")
+        #expect(stopped.out.hasPrefix("shrunk 149 inputs to 149 in 1 runs ("), "\(stopped.out)")
         #expect(stopped.out.contains("stopped by --timeout before trying to leave out each one:"), "\(stopped.out)")
     }
 
@@ -217,7 +217,7 @@ import Testing
         let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationStatus == 128 + SIGINT, "\(printed)\(said)")
-        #expect(printed.hasPrefix("shrunk 2940 inputs to "), "\(printed)")
+        #expect(printed.hasPrefix("shrunk 2942 inputs to "), "\(printed)")
         #expect(printed.contains("stopped by an interruption before trying to leave out each one:"), "\(printed)")
         #expect(said.hasSuffix("Interrupted: the smallest failing inputs found so far are above\n"), "\(said)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: temporary) == [])

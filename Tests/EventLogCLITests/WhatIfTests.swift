@@ -48,7 +48,7 @@ import Testing
         #expect(count("answers with no prompt") == (0, 2))
 
         let text = eventlog(["replay", "--what-if", "maxDeclines=3", "--db", db])
-        #expect(text.out.hasPrefix("what if maxDeclines=3: 4 of 498 events would differ; the first is \(shown[3]):\n"), "\(text.out)")
+        #expect(text.out.hasPrefix("what if maxDeclines=3: 4 of 500 events would differ; the first is \(shown[3]):\n"), "\(text.out)")
         #expect(text.out.contains("  what if: applied, writes updates.lastDecision: \"declined\" → \"declineCapReached\"\n"), "\(text.out)")
         #expect(text.out.contains("  declines                5 → 3\n"), "\(text.out)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: db + "/data.mdb")) == before)
@@ -57,12 +57,12 @@ import Testing
         // nothing: today's code disagreeing with the recording is not the setting's doing.
         let faulty = directory.file("faulty")
         #expect(eventlog(["demo", "--regression", "compound-tab-filter", "--db", faulty]).code == 0)
-        #expect(eventlog(["replay", "--what-if", "maxDeclines=5", "--db", faulty]).out == "what if maxDeclines=5: no event of the 498 would differ\n")
+        #expect(eventlog(["replay", "--what-if", "maxDeclines=5", "--db", faulty]).out == "what if maxDeclines=5: no event of the 500 would differ\n")
         #expect(try StateValue(json: eventlog(["replay", "--what-if", "maxDeclines=3", "--json", "--db", faulty]).out)["changed"] == report["changed"])
 
         // No interval was recorded: none changes nothing. Up to an event before the fourth
         // prompt, three declines change nothing either.
-        #expect(eventlog(["replay", "--what-if", "promptIntervalDays=none", "--db", db]).out == "what if promptIntervalDays=none: no event of the 498 would differ\n")
+        #expect(eventlog(["replay", "--what-if", "promptIntervalDays=none", "--db", db]).out == "what if promptIntervalDays=none: no event of the 500 would differ\n")
         #expect(eventlog(["replay", "--what-if", "maxDeclines=3", "--to", "\(shown[3] - 1)", "--db", db]).out.contains("no event of the"))
         // Forced below the version installed at first: the first prompt is already forced.
         let forced = try StateValue(json: eventlog(["replay", "--what-if", "forcedBelow=3.4", "--json", "--db", db]).out)
