@@ -80,6 +80,11 @@ public final class DeployClient {
         }
     }
 
+    /// Asked between the chunks of a download and while the source is silent (at least once a
+    /// second): `true` stops the download, which takes back what it created and records
+    /// `downloadFailed` with the reason `cancelled`. The CLI sets it on SIGINT, SIGTERM and SIGHUP.
+    public var isCancelled: @Sendable () -> Bool = { false }
+
     /// A download records progress at most once per this many percent.
     public static let progressStep: Int64 = 5
 
@@ -111,7 +116,11 @@ public final class DeployClient {
     }
 
     /// A fetch whose deadline starts now: one per exchange with the source.
-    private func startFetching() -> HTTPFetch { HTTPFetch(idleTimeout: timeout, totalTimeout: deadline) }
+    private func startFetching() -> HTTPFetch {
+        var fetch = HTTPFetch(idleTimeout: timeout, totalTimeout: deadline)
+        fetch.isCancelled = isCancelled
+        return fetch
+    }
 
     /// The `deploy` state now.
     /// - Throws: The errors of `EventStore.currentState` when the log cannot be read.
@@ -453,6 +462,7 @@ public final class DeployClient {
         // Every file is on disk before this returns: the caller renames the update into place next.
         let fetched = Result { try BackgroundFlusher.flushing { flusher in
             for (index, asset) in assets.enumerated() {
+                guard !isCancelled() else { throw DeployError.cancelled }
                 let file = partial + "/" + asset.key
                 try makeParents(of: asset.key, in: partial, created: created)
                 if let identity = AssetIdentity(asset), let candidates = held[identity],
@@ -472,6 +482,7 @@ public final class DeployClient {
                                     expectedLength: { expected = $0 }) { chunk in
                     // A log that refused a progress event stops the download: nothing more is recorded.
                     if case .failure(let error)? = progress.last?.outcome { throw error }
+                    guard !isCancelled() else { throw DeployError.cancelled }
                     received += chunk.count
                     if let expected, received > expected {
                         throw DeployError.transport("asset \(asset.key) sent more than the \(expected) bytes its answer announced")

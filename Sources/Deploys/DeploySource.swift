@@ -151,6 +151,7 @@ public enum DeploySource: Sendable, Hashable, CustomStringConvertible {
                 }, body: body)
             } catch {
                 if case .stopped(let inner) = error { throw inner }
+                if case .cancelled = error { throw DeployError.cancelled }
                 throw DeployError.transport("asset \(asset.key): \(error)")
             }
         case .directory(let root):

@@ -19,7 +19,9 @@ enum DeployCommands {
             a log that cannot take it (a full disk) changes nothing, and the next command finishes
             one a crash cut short. After deliver and confirm, the update directories this client
             downloaded and no longer needs (all but working, holding, the pending install's two and
-            the one before the newest install) are reaped, recorded as updatesReaped.
+            the one before the newest install) are reaped, recorded as updatesReaped. Ctrl-C,
+            SIGTERM or SIGHUP stops a download, takes back what it made and records downloadFailed
+            (cancelled); any other step ends first; the exit status is then 128 + the signal.
             A refused update (hash mismatch, an asset key escaping the directory, a wrong content
             type, another runtime version, an HTTP error, a timeout, a signature that does not check
             out when certificates are trusted) is recorded with its reason,
@@ -91,6 +93,11 @@ enum DeployCommands {
         CommandSpec(name: name, summary: summary, options: clientOptions + options, writes: true) { arguments, context in
             let client = try makeClient(arguments, context, needsServer: needsServer, createsAppDirectory: createsAppDirectory,
                                         declared: options.map(\.name))
+            // Ctrl-C, SIGTERM or SIGHUP stops a download (taken back, recorded); any other step
+            // is short, and ends first.
+            let signals = InterruptSignals()
+            defer { signals.stop() }
+            client.isCancelled = { signals.received != 0 }
             let first = try attempt { try client.store.lastSeq() } + 1
             let failure = try attempt(writingTo: context.databasePath) { () throws -> String? in
                 do { return try call(client) } catch let error as DeployError { throw cliError(error) }
@@ -113,6 +120,10 @@ enum DeployCommands {
                 if showsStatus || records.isEmpty {
                     context.console.line("phase \(Render.escaped(state["phase"]?.stringValue ?? "none"))  working \(Render.escaped(links[AppDirectory.working]?.stringValue ?? "embedded"))  holding \(Render.escaped(links[AppDirectory.holding]?.stringValue ?? "empty"))  pending \(Render.escaped(links["pending"]?.stringValue ?? "none"))")
                 }
+            }
+            if signals.received != 0 {
+                InterruptSignals.exit(saying: "the step under way was finished, or undone and recorded; the log and the app directory agree",
+                                      signal: signals.received)
             }
             if let failure { throw CLIError.badInput(failure) }
             // Any refusal in this run is its result, even when later steps went on (a launch still reloads).

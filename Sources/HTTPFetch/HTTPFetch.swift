@@ -18,6 +18,9 @@ package struct HTTPFetch: Sendable {
     package let totalTimeout: Double
     /// When `totalTimeout` runs out.
     package let deadline: ContinuousClock.Instant
+    /// Asked while a request waits or streams (at least once a second): `true` stops it with
+    /// ``HTTPFetchError/cancelled``.
+    package var isCancelled: @Sendable () -> Bool = { false }
 
     /// The most redirects one request follows.
     package static let maxRedirects = 10
@@ -57,7 +60,7 @@ package struct HTTPFetch: Sendable {
                 withoutActuallyEscaping(body) { body in
                     Result { () throws(HTTPFetchError) in
                         try transfer.perform(url, headers: headers, idleTimeout: idleTimeout, totalTimeout: totalTimeout,
-                                             deadline: deadline, head: head, body: body)
+                                             deadline: deadline, isCancelled: isCancelled, head: head, body: body)
                     }
                 }
             }
@@ -163,6 +166,8 @@ package enum HTTPFetchError: Error, CustomStringConvertible {
     case deadlineExceeded(Double)
     case transport(String)
     case tooLarge(Int)
+    /// `isCancelled` said so.
+    case cancelled
     /// The caller's `head` or `body` closure threw.
     case stopped(any Error)
 
@@ -173,6 +178,7 @@ package enum HTTPFetchError: Error, CustomStringConvertible {
         case .deadlineExceeded(let seconds): "timed out (not done within \(Self.format(seconds)) s in all)"
         case .transport(let reason): reason
         case .tooLarge(let limit): "the response is larger than \(limit) bytes"
+        case .cancelled: "cancelled"
         case .stopped(let error): "\(error)"
         }
     }
@@ -208,6 +214,7 @@ private final class Transfer {
     private var idleTimeout = 0.0
     private var totalTimeout = 0.0
     private var deadline = ContinuousClock.now
+    private var isCancelled: @Sendable () -> Bool = { false }
     private var head: (HTTPFetch.Response) throws -> Void = { _ in }
     private var body: (Data) throws -> Void = { _ in }
 
@@ -251,10 +258,11 @@ private final class Transfer {
 
     /// One GET of `url`: the final response, or where it redirects.
     func perform(_ url: URL, headers requestHeaders: [String: String], idleTimeout: Double, totalTimeout: Double,
-                 deadline: ContinuousClock.Instant, head: @escaping (HTTPFetch.Response) throws -> Void,
-                 body: @escaping (Data) throws -> Void) throws(HTTPFetchError) -> Hop {
+                 deadline: ContinuousClock.Instant, isCancelled: @escaping @Sendable () -> Bool,
+                 head: @escaping (HTTPFetch.Response) throws -> Void, body: @escaping (Data) throws -> Void) throws(HTTPFetchError) -> Hop {
         (status, headers, response, redirecting, failure) = (0, [:], nil, false, nil)
         (self.idleTimeout, self.totalTimeout, self.deadline, self.head, self.body) = (idleTimeout, totalTimeout, deadline, head, body)
+        self.isCancelled = isCancelled
         idleLimit = .milliseconds(Int64((idleTimeout * 1_000).rounded(.up)))
         lastHeard = .now
         defer { (self.head, self.body) = ({ _ in }, { _ in }) }
@@ -366,7 +374,9 @@ private final class Transfer {
 
     private func shouldStop() -> Bool {
         let now = ContinuousClock.now
-        if now >= deadline {
+        if isCancelled() {
+            failure = .cancelled
+        } else if now >= deadline {
             failure = .deadlineExceeded(totalTimeout)
         } else if now - lastHeard > idleLimit {
             failure = .timedOut(idleTimeout)

@@ -2,6 +2,7 @@ import Deploys
 import EventLog
 import EventLogTesting
 import Foundation
+import LoopbackServer
 import Testing
 
 /// `eventlog deploy` from the command line: publish, deliver, break, roll back; and a crash
@@ -295,6 +296,43 @@ struct DeployCommandTests {
         #expect(try StateValue(json: status.out)["deploy.reaping"] == nil)
         #expect(deploy("confirm").code == 0)
         #expect(eventlog(["replay", "--verify", "--db", db]).code == 0)
+        #expect(eventlog(["verify", "--db", db]).code == 0)
+    }
+
+    /// Ctrl-C or SIGTERM during a download stops it at once: what it made is taken back, the
+    /// stop is recorded, and the command exits as the signal says.
+    @Test(arguments: [SIGTERM, SIGINT])
+    func anInterruptedDownloadTakesBackWhatItMade(_ number: Int32) throws {
+        let bundle = try bundle("big", "big")
+        try Data(repeating: 7, count: 4 << 20).write(to: URL(fileURLWithPath: bundle + "/big.bin"))
+        _ = eventlog(["deploy", "publish", bundle, "--server-dir", server, "--runtime-version", "1.0", "--id", "v1"])
+        // 200 kB a second: the download takes 20 s unless stopped.
+        let slow = try LoopbackServer(script: LoopbackServer.toolsDirectory.appendingPathComponent("update-server.py"),
+                                      arguments: ["--dir", server, "--exit-with-parent", "--rate", "200000"])
+        let process = try spawnEventlog(["deploy", "download", "--db", db, "--server", slow.url.appendingPathComponent("manifest").absoluteString,
+                                         "--app-dir", app, "--runtime-version", "1.0"], interruptible: true)
+        let err = Pipe()
+        process.standardError = err
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(60)
+        while process.isRunning, Date() < deadline,
+              !((try? FileManager.default.contentsOfDirectory(atPath: app + "/updates")) ?? []).contains(where: { $0.contains(".partial-") }) {
+            usleep(10_000)
+        }
+        usleep(300_000)
+        #expect(process.isRunning, "the download ended before it could be interrupted")
+        let started = Date()
+        kill(process.processIdentifier, number)
+        let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(Date().timeIntervalSince(started) < 10, "the download did not stop at the signal")
+        #expect(process.terminationStatus == 128 + number, "\(message)")
+        #expect(message.hasPrefix("Interrupted: the step under way was finished, or undone and recorded"), "\(message)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: app + "/updates") == [], "the partial download stayed")
+        let status = try StateValue(json: eventlog(["deploy", "status", "--db", db, "--app-dir", app, "--runtime-version", "1.0", "--json"]).out)
+        #expect(status["deploy.phase"] == "downloadFailed" && status["deploy.lastError"] == "cancelled", "\(status)")
+        #expect(status["appDirectory.holding"] == .null)
         #expect(eventlog(["verify", "--db", db]).code == 0)
     }
 
