@@ -125,6 +125,68 @@ import Testing
         #expect(reached == 41)
     }
 
+    /// A snapshot nearer the next keyframe than the one before is rolled back from it when the
+    /// writes between only replace values: it is the fold's state exactly, keys in the same
+    /// order, whichever way it was made.
+    @Test(arguments: [UInt64(1), 2, 3])
+    func everySnapshotIsTheFoldsStateKeysInOrder(seed: UInt64) throws {
+        let dir = TemporaryDirectory()
+        let store = try EventStore(path: dir.path, options: .testing(keyframeRatio: 4))
+        var rng = SplitMix64(seed: seed)
+        var state: StateValue = ["list": [0, 0, 0]]
+        var folded: [StateValue] = [.emptyObject, state]
+        var events = [Event(stream: "s", type: "start", writes: [Write("list", old: nil, new: [0, 0, 0])])]
+        for n in 1..<1_500 {
+            let key = "k\(Int.random(in: 0..<12, using: &rng))"
+            let path: StatePath = n % 7 == 0 ? StatePath([.key("list"), .index(Int.random(in: 0..<3, using: &rng))]) : StatePath([.key("o"), .key(key)])
+            let old = state[path]
+            // Mostly replacements; one in twenty adds or removes a key (never a list element).
+            let new: StateValue? = path.components.first == .key("list") ? .int(Int64(n))
+                : old != nil && Int.random(in: 0..<20, using: &rng) == 0 ? nil
+                : Int.random(in: 0..<3, using: &rng) == 0 ? ["nested": .int(Int64(n)), "at": .string("e\(n)")] : .string("v\(n)")
+            let writes = old == nil && new == nil ? [] : [Write(path, old: old, new: new)]
+            try state.apply(writes)
+            events.append(Event(stream: "s", type: "set", writes: writes))
+            folded.append(state)
+        }
+        try store.append(contentsOf: events)
+        #expect(try store.keyframeCount() > 20)
+        for seq in folded.indices {
+            let snapshot = try store.snapshot(after: UInt64(seq))
+            #expect(snapshot == folded[seq] && snapshot.json() == folded[seq].json(), "after \(seq)")
+        }
+    }
+
+    /// The roll back reads only the records after the snapshot's event: one damaged before it
+    /// stops only the snapshots that need it, and `verify` still reports it.
+    @Test func aSnapshotRolledBackNeedsNoRecordBeforeIt() throws {
+        let dir = TemporaryDirectory()
+        do {
+            let store = try EventStore(path: dir.path, options: .testing())
+            try store.append(contentsOf: (1...100).map {
+                Event(stream: "s", type: "e", payload: .string(String(format: "needle-%06d", $0)),
+                      writes: [Write("n", old: $0 == 1 ? nil : .int($0 - 1), new: .int($0))])
+            })
+        }
+        let file = dir.file("data.mdb")
+        var data = try Data(contentsOf: URL(fileURLWithPath: file))
+        let range = try #require(data.range(of: Data("needle-000042".utf8)))
+        data[range.lowerBound + 3] ^= 0x01
+        try data.write(to: URL(fileURLWithPath: file))
+        let store = try EventStore(path: dir.path, options: .testing())
+        var rolledBack = 0
+        for seq in UInt64(42)...100 {
+            do {
+                #expect(try store.snapshot(after: seq) == ["n": .int(Int64(seq))])
+                rolledBack += 1
+            } catch EventStoreError.corruptRecord(let bad, _) {
+                #expect(bad == 42)
+            }
+        }
+        #expect(rolledBack > 0 && rolledBack < 59, "\(rolledBack) of the 59 snapshots after the damage were rolled back")
+        #expect(try store.verify().problem?.seq == 42)
+    }
+
     @Test func staleWriteIsRefusedAndTheBatchAppendsNothing() throws {
         let dir = TemporaryDirectory()
         let store = try EventStore(path: dir.path, options: .testing())
