@@ -187,6 +187,40 @@ import Testing
         #expect(try store.verify().problem?.seq == 42)
     }
 
+    /// A batch large enough to be pipelined encodes its keyframes on a thread of their own: they
+    /// land at the seqs, and hold the bytes, that appending its events one by one gives.
+    @Test func aPipelinedBatchStoresTheKeyframesSingleAppendsDo() throws {
+        var session = RandomSession(seed: 9)
+        let events = (0..<6_000).map { _ in session.next() }
+        func keyframes(_ store: EventStore) throws -> [UInt64: [UInt8]] {
+            try store.read { txn in
+                try txn.withCursor(store.keyframes) { cursor in
+                    var found: [UInt64: [UInt8]] = [:]
+                    var entry = try cursor.first()
+                    while let current = entry {
+                        found[try RecordCodec.seq(fromKey: current.key)] = Array(current.value)
+                        entry = try cursor.next()
+                    }
+                    return found
+                }
+            }
+        }
+        let pipelined = TemporaryDirectory(), single = TemporaryDirectory()
+        let batch = try EventStore(path: pipelined.path, options: .testing(mapSize: 16 << 20))
+        try batch.transact { try $0.append(contentsOf: events) }
+        let one = try EventStore(path: single.path, options: .testing(mapSize: 16 << 20))
+        try one.transact { batch in for event in events { try batch.append(event) } }
+        let stored = try keyframes(batch)
+        #expect(stored.count > 50)
+        #expect(stored == (try keyframes(one)))
+        #expect(try batch.verify().isOK)
+        // The batch after it goes on from the same counts.
+        let more = (0..<2_000).map { _ in session.next() }
+        try batch.transact { try $0.append(contentsOf: more) }
+        try one.transact { batch in for event in more { try batch.append(event) } }
+        #expect(try keyframes(batch) == (try keyframes(one)))
+    }
+
     @Test func staleWriteIsRefusedAndTheBatchAppendsNothing() throws {
         let dir = TemporaryDirectory()
         let store = try EventStore(path: dir.path, options: .testing())
