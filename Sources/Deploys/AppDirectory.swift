@@ -6,6 +6,7 @@ import Foundation
 ///
 ///     APP_DIR/updates/ID/           a complete, verified update (files at their asset keys)
 ///     APP_DIR/updates/ID.json       its manifest
+///     APP_DIR/updates/.ID.reaping.json the manifest of an update being reaped
 ///     APP_DIR/updates/ID.partial-N/ a download in progress; never loaded
 ///     APP_DIR/holding -> updates/ID the downloaded update waiting to be installed
 ///     APP_DIR/working -> updates/ID what the web view loads (absent: the embedded bundle)
@@ -119,53 +120,71 @@ public struct AppDirectory: Sendable {
         try Files.syncDirectory(path)
     }
 
-    /// Removes update `id`, made by this client's download, as far as it is the client's: each
-    /// file its manifest names that is still a regular file, then the directories on their way
-    /// and the update's own once empty (never recursively, never through a symbolic link), then
-    /// the manifest, last. What is already gone is skipped, so a removal cut short finishes here.
-    /// Returns the files removed, and why anything stays (a file this client did not make keeps
-    /// its directory); `nil` when all is gone.
-    /// - Throws: `DeployError.filesystem` when a removal fails for another reason than what
-    ///   stays there (a read-only file system, an I/O error) or `updates/` cannot be opened.
-    func removeUpdate(_ id: String) throws(DeployError) -> (removedFiles: Int, left: String?) {
+    /// Removes update `id`, made by this client's download, as far as it is the client's. Its
+    /// manifest is first renamed to `.ID.reaping.json` (no update id begins with a dot), and the
+    /// rename flushed, so that the update is no longer complete before any file goes; then each
+    /// file the manifest names that is still a regular file, the directories on their way and
+    /// the update's own once empty (never recursively, never through a symbolic link), and the
+    /// renamed manifest last. What is already gone is skipped, so a removal cut short finishes
+    /// here. Returns the files removed, and why anything stays (a file this client did not make
+    /// keeps its directory, and so does one whose bytes are no longer the manifest's; a removal
+    /// the file system refuses is named); `nil` when all is gone. It never fails: what it
+    /// cannot remove stays, and is named.
+    func removeUpdate(_ id: String) -> (removedFiles: Int, left: String?) {
+        func reason(_ code: Int32) -> String { String(cString: strerror(code)) }
         guard Self.isSafeUpdateID(id) else { return (0, "\"\(id)\" is no update id") }
-        let updates = open(updatesPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard updates >= 0 else { throw .filesystem("cannot open \(updatesPath): \(String(cString: strerror(errno)))") }
+        // `updates/` itself may be a link a person made (to another volume, say): the client
+        // writes through it, so it removes through it; below it nothing is followed.
+        let updates = open(updatesPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard updates >= 0 else { return (0, "cannot open \(updatesPath): \(reason(errno))") }
         defer { close(updates) }
-        let keys: [String]
-        do throws(DeployError) { keys = try manifest(of: id).allAssets.map(\.key).filter(Self.isSafeKey) } catch {
-            // Gone with its manifest (a removal finished before), or never the client's to read.
-            var info = stat()
-            guard fstatat(updates, id, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return (0, nil) }
-            return (0, "updates/\(id) has no manifest this client can read (\(error))")
+        let reaping = "." + id + ".reaping.json"
+        var info = stat()
+        if fstatat(updates, reaping, &info, AT_SYMLINK_NOFOLLOW) != 0 {
+            guard fstatat(updates, id + ".json", &info, AT_SYMLINK_NOFOLLOW) == 0 else {
+                // Gone with its manifest (a removal finished before), or never complete.
+                return (0, fstatat(updates, id, &info, AT_SYMLINK_NOFOLLOW) == 0 ? "updates/\(id) has no manifest" : nil)
+            }
+            guard renameat(updates, id + ".json", updates, reaping) == 0 else { return (0, "cannot rename updates/\(id).json: \(reason(errno))") }
+            guard fsync(updates) == 0 else { return (0, "cannot flush \(updatesPath): \(reason(errno))") }
+        }
+        let assets: [UpdateManifest.Asset]
+        do throws(DeployError) {
+            guard let data = try Files.readSmall(updatesPath + "/" + reaping) else { return (0, "updates/\(reaping) is missing") }
+            assets = try UpdateManifest(json: [UInt8](data)).allAssets.filter { Self.isSafeKey($0.key) }
+        } catch {
+            return (0, "updates/\(reaping) cannot be read (\(error)), so nothing of updates/\(id) is removed")
         }
         var removed = 0
         var left: String?
-        /// Takes the outcome `code` of removing `path` (under `updates/`): gone, staying (the
-        /// first reason is kept), or failed.
-        func note(_ path: String, _ code: Int32) throws(DeployError) {
-            switch code {
-            case 0, ENOENT: return
-            case ENOTEMPTY, EEXIST: left = left ?? "updates/\(path) holds files this client did not make"
-            case ENOTDIR, ELOOP: left = left ?? "updates/\(path) is reached through a link or file this client did not make"
-            case EISDIR: left = left ?? "updates/\(path) is not a file this client made"
-            default: throw .filesystem("cannot remove \(updatesPath)/\(path): \(String(cString: strerror(code)))")
+        /// Takes the outcome `code` of removing `path` (under `updates/`): gone, or staying with
+        /// why (the first reason is kept).
+        func note(_ path: String, _ code: Int32) {
+            guard code != 0, code != ENOENT, left == nil else { return }
+            left = switch code {
+            case ENOTEMPTY, EEXIST: "updates/\(path) holds files this client did not make"
+            case ENOTDIR, ELOOP: "updates/\(path) is reached through a link or file this client did not make"
+            case EISDIR: "updates/\(path) is not the file this client downloaded"
+            default: "cannot remove updates/\(path): \(reason(code))"
             }
         }
-        for key in keys {
-            var parts = key.split(separator: "/").map(String.init)
+        for asset in assets {
+            var parts = asset.key.split(separator: "/").map(String.init)
             let name = parts.removeLast()
             let (fd, code) = Self.openDirectory([id] + parts, under: updates)
-            guard fd >= 0 else { try note(id + "/" + key, code); continue }
+            guard fd >= 0 else { note(id + "/" + asset.key, code); continue }
             defer { close(fd) }
-            var info = stat()
-            guard fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { try note(id + "/" + key, errno); continue }
-            guard info.st_mode & S_IFMT == S_IFREG else { try note(id + "/" + key, EISDIR); continue }
-            guard unlinkat(fd, name, 0) == 0 else { try note(id + "/" + key, errno); continue }
+            guard fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { note(id + "/" + asset.key, errno); continue }
+            // Only the bytes the client downloaded: a file put there since is someone's own.
+            guard info.st_mode & S_IFMT == S_IFREG, let hash = asset.hash, Files.sha256(of: name, in: fd) == hash else {
+                note(id + "/" + asset.key, EISDIR)
+                continue
+            }
+            guard unlinkat(fd, name, 0) == 0 else { note(id + "/" + asset.key, errno); continue }
             removed += 1
         }
         // The directories on the keys' way, deepest first, then the update's own.
-        let directories = Set(keys.flatMap { key in
+        let directories = Set(assets.map(\.key).flatMap { key in
             let parts = key.split(separator: "/").dropLast()
             return parts.indices.map { parts[...$0].joined(separator: "/") }
         }).sorted { ($0.split(separator: "/").count, $0) > ($1.split(separator: "/").count, $1) }
@@ -173,17 +192,14 @@ public struct AppDirectory: Sendable {
             var parts = directory.split(separator: "/").map(String.init)
             let name = parts.removeLast()
             let (fd, code) = Self.openDirectory([id] + parts, under: updates)
-            guard fd >= 0 else { try note(id + "/" + directory, code); continue }
+            guard fd >= 0 else { note(id + "/" + directory, code); continue }
             defer { close(fd) }
-            try note(id + "/" + directory, unlinkat(fd, name, AT_REMOVEDIR) == 0 ? 0 : errno)
+            note(id + "/" + directory, unlinkat(fd, name, AT_REMOVEDIR) == 0 ? 0 : errno)
         }
-        try note(id, unlinkat(updates, id, AT_REMOVEDIR) == 0 ? 0 : errno)
-        guard fsync(updates) == 0 else { throw .filesystem("cannot flush \(updatesPath): \(String(cString: strerror(errno)))") }
+        note(id, unlinkat(updates, id, AT_REMOVEDIR) == 0 ? 0 : errno)
         // The manifest last: until it goes, a removal cut short knows what to remove.
-        guard unlinkat(updates, id + ".json", 0) == 0 || errno == ENOENT else {
-            throw .filesystem("cannot remove \(manifestPath(id)): \(String(cString: strerror(errno)))")
-        }
-        guard fsync(updates) == 0 else { throw .filesystem("cannot flush \(updatesPath): \(String(cString: strerror(errno)))") }
+        note(reaping, unlinkat(updates, reaping, 0) == 0 ? 0 : errno)
+        if fsync(updates) != 0, left == nil { left = "cannot flush \(updatesPath): \(reason(errno))" }
         return (removed, left)
     }
 
@@ -335,7 +351,16 @@ enum Files {
     /// The SHA-256 of a regular file, base64url as manifests spell it; `nil` when it is missing
     /// or not a regular file.
     static func sha256(of path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        sha256(opened: open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC))
+    }
+
+    /// The SHA-256 of regular file `name` in the directory open as `directory`, as `sha256(of:)`.
+    static func sha256(of name: String, in directory: Int32) -> String? {
+        sha256(opened: openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC))
+    }
+
+    /// The SHA-256 of the file open as `fd` (closed here); `nil` for -1 or a file that is not regular.
+    private static func sha256(opened fd: Int32) -> String? {
         guard fd >= 0 else { return nil }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         var info = stat()

@@ -819,7 +819,7 @@ public final class DeployClient {
         var removedFiles = 0
         var left = StateObject()
         for (id, _) in updates {
-            let removal = try directory.removeUpdate(id)
+            let removal = directory.removeUpdate(id)
             removedFiles += removal.removedFiles
             if let reason = removal.left { left[id] = .string(reason) }
             reapStepHook(.removedUpdate)

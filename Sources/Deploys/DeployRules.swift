@@ -47,7 +47,8 @@ public enum DeployRules: EventRules {
         /// id with why: `superseded`, `rejected` or `otherRuntimeVersion`); recorded before
         /// anything is removed.
         case updatesReaped
-        /// The removal `updatesReaped` named is done (`removedFiles`; `left`: what stays and why).
+        /// The removal `updatesReaped` named is done (`removedFiles`, by the call that finished
+        /// it; `left`: what stays of each update, with the first reason).
         case reapFinished
 
         /// The transitions that record a refused or failed step.

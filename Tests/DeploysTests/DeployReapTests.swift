@@ -81,15 +81,20 @@ struct DeployReapTests {
         try Data("their script".utf8).write(to: URL(fileURLWithPath: theirs + "/app.js"))
         try files.moveItem(atPath: harness.appDirectory + "/updates/u2/js", toPath: harness.root.file("u2-js"))
         try files.createSymbolicLink(atPath: harness.appDirectory + "/updates/u2/js", withDestinationPath: theirs)
-        for id in ["u3", "u4"] {
+        for id in ["u3", "u4", "u5"] {
+            // And a file of theirs put where u3 had a script, before u3 is reaped.
+            if id == "u5" { try Data("their notes".utf8).write(to: URL(fileURLWithPath: harness.appDirectory + "/updates/u3/js/app.js")) }
             try harness.publish(["index.html": id, "js/app.js": "\(id)()"], id: id)
             try client.deliver()
             try client.confirmLaunch()
         }
-        #expect(try payloads("updatesReaped", harness) == [["updates": ["u1": "superseded"]], ["updates": ["u2": "superseded"]]])
+        #expect(try payloads("updatesReaped", harness) == ["u1", "u2", "u3"].map { ["updates": [$0: "superseded"]] })
         let finished = try payloads("reapFinished", harness)
         #expect(finished.map { $0["left"] } == [["u1": "updates/u1 holds files this client did not make"],
-                                                ["u2": "updates/u2/js/app.js is reached through a link or file this client did not make"]])
+                                                ["u2": "updates/u2/js/app.js is reached through a link or file this client did not make"],
+                                                ["u3": "updates/u3/js/app.js is not the file this client downloaded"]])
+        #expect(try String(contentsOfFile: harness.appDirectory + "/updates/u3/js/app.js", encoding: .utf8) == "their notes")
+        #expect(!files.fileExists(atPath: harness.appDirectory + "/updates/u3/index.html"))
         #expect(try String(contentsOfFile: foreign, encoding: .utf8) == "mine")
         #expect(!files.fileExists(atPath: harness.appDirectory + "/updates/u1/index.html"))
         #expect(!files.fileExists(atPath: harness.appDirectory + "/updates/u1.json"), "a removal that leaves files still takes its manifest")
@@ -98,6 +103,25 @@ struct DeployReapTests {
         #expect(files.fileExists(atPath: harness.appDirectory + "/updates/u0.json"))
         #expect(try harness.deploy("reaping") == nil)
         #expect(try harness.expectReplayAgrees().divergence == nil)
+    }
+
+    /// `updates/` linked to another directory (another volume, say) is written and reaped
+    /// through the link; below it nothing is followed.
+    @Test func anUpdatesDirectoryLinkedElsewhereIsReapedThroughTheLink() throws {
+        let harness = try DeployHarness()
+        let elsewhere = harness.root.file("elsewhere")
+        try FileManager.default.createDirectory(atPath: harness.appDirectory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: harness.appDirectory + "/updates", withDestinationPath: elsewhere)
+        let client = try harness.client()
+        for id in ["u1", "u2", "u3"] {
+            try harness.publish(bundle(id), id: id)
+            try client.deliver()
+            try client.confirmLaunch()
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere).sorted() == ["u2", "u2.json", "u3", "u3.json"])
+        #expect(try payloads("reapFinished", harness) == [["removedFiles": 2, "left": [:]]])
+        #expect(harness.workingFile() == "u3")
     }
 
     /// A removal cut short (as by a kill between two files) is finished by the next one, which
@@ -109,12 +133,15 @@ struct DeployReapTests {
         try harness.publish(files, id: "u1")
         let client = try harness.client()
         try client.deliver()
+        // Cut short after the manifest was taken away and three files went.
+        try FileManager.default.moveItem(atPath: harness.appDirectory + "/updates/u1.json", toPath: harness.appDirectory + "/updates/.u1.reaping.json")
         for index in 0..<3 { try FileManager.default.removeItem(atPath: harness.appDirectory + "/updates/u1/js/\(index)/part.js") }
         try FileManager.default.removeItem(atPath: harness.appDirectory + "/updates/u1/js/0")
-        let removal = try client.directory.removeUpdate("u1")
+        #expect(!client.directory.hasUpdate("u1"), "an update whose manifest was taken away is not complete")
+        let removal = client.directory.removeUpdate("u1")
         #expect(removal.removedFiles == 4 && removal.left == nil)
         #expect(try updates(harness).isEmpty)
-        #expect(try client.directory.removeUpdate("u1") == (0, nil), "a removal finished before finds nothing to do")
+        #expect(client.directory.removeUpdate("u1") == (0, nil), "a removal finished before finds nothing to do")
     }
 
     @Test func theRulesCheckTheReapEvents() throws {
