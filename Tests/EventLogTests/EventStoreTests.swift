@@ -99,8 +99,8 @@ import Testing
         #expect(last == 12)
     }
 
-    @Test func forEachStateNamesTheCorruptRecord() throws {
-        let dir = TemporaryDirectory()
+    /// A log of 100 events counting `n` up, in `dir`, whose record 42 has one byte flipped.
+    private func logDamagedAt42(in dir: TemporaryDirectory) throws -> EventStore {
         do {
             let store = try EventStore(path: dir.path, options: .testing())
             try store.append(contentsOf: (1...100).map {
@@ -113,8 +113,12 @@ import Testing
         let range = try #require(data.range(of: Data("needle-000042".utf8)))
         data[range.lowerBound + 3] ^= 0x01
         try data.write(to: URL(fileURLWithPath: file))
+        return try EventStore(path: dir.path, options: .testing())
+    }
 
-        let store = try EventStore(path: dir.path, options: .testing())
+    @Test func forEachStateNamesTheCorruptRecord() throws {
+        let dir = TemporaryDirectory()
+        let store = try logDamagedAt42(in: dir)
         var reached: UInt64 = 0
         #expect {
             try store.forEachState { seq, _ in reached = seq; return true }
@@ -161,19 +165,7 @@ import Testing
     /// stops only the snapshots that need it, and `verify` still reports it.
     @Test func aSnapshotRolledBackNeedsNoRecordBeforeIt() throws {
         let dir = TemporaryDirectory()
-        do {
-            let store = try EventStore(path: dir.path, options: .testing())
-            try store.append(contentsOf: (1...100).map {
-                Event(stream: "s", type: "e", payload: .string(String(format: "needle-%06d", $0)),
-                      writes: [Write("n", old: $0 == 1 ? nil : .int($0 - 1), new: .int($0))])
-            })
-        }
-        let file = dir.file("data.mdb")
-        var data = try Data(contentsOf: URL(fileURLWithPath: file))
-        let range = try #require(data.range(of: Data("needle-000042".utf8)))
-        data[range.lowerBound + 3] ^= 0x01
-        try data.write(to: URL(fileURLWithPath: file))
-        let store = try EventStore(path: dir.path, options: .testing())
+        let store = try logDamagedAt42(in: dir)
         var rolledBack = 0
         for seq in UInt64(42)...100 {
             do {
