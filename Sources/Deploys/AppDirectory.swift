@@ -21,8 +21,9 @@ import Foundation
 /// never recursively. Besides, the lifecycle removes the client's own `holding` and `pending`
 /// once it has checked they are ones it wrote, and reaps update directories its own downloads
 /// made (`removeUpdate`: the files the manifest names, then directories once empty); what a
-/// killed call left (`*.partial-N`, `*.next-N`) stays until a person removes it. One client at a time: opening takes an
-/// exclusive lock (`flock` on `APP_DIR/lock`) held until the value is released.
+/// killed call left (`*.partial-N`, `*.next-N`) stays until a person removes it. One client
+/// at a time: opening takes an exclusive lock (`flock` on `APP_DIR/lock`) held until the
+/// value is released.
 public struct AppDirectory: Sendable {
     /// The app directory's path, as given.
     public let path: String
@@ -123,9 +124,9 @@ public struct AppDirectory: Sendable {
     /// Removes update `id`, made by this client's download, as far as it is the client's. Its
     /// manifest is first renamed to `.ID.reaping.json` (no update id begins with a dot), and the
     /// rename flushed, so that the update is no longer complete before any file goes; then each
-    /// file the manifest names that is still a regular file, the directories on their way and
-    /// the update's own once empty (never recursively, never through a symbolic link), and the
-    /// renamed manifest last. What is already gone is skipped, so a removal cut short finishes
+    /// file the manifest names that is still a regular file of the bytes its SHA-256 says, the
+    /// directories on their way and the update's own once empty (never recursively, never
+    /// through a symbolic link), and the renamed manifest last. What is already gone is skipped, so a removal cut short finishes
     /// here. Returns the files removed, and why anything stays (a file this client did not make
     /// keeps its directory, and so does one whose bytes are no longer the manifest's; a removal
     /// the file system refuses is named); `nil` when all is gone. It never fails: what it

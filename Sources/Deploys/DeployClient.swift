@@ -793,8 +793,9 @@ public final class DeployClient {
     /// longer needs: every one but working, holding, the pending install and the one it
     /// replaced, and the update working before the newest install. `updatesReaped` names them
     /// with why (`rejected` after a rollback, `otherRuntimeVersion` when built for another,
-    /// else `superseded`) before anything is removed,
-    /// `reapFinished` says what was removed and what stays; `recover()` finishes a reap cut short.
+    /// else `superseded`) before anything is removed, `reapFinished` says what was removed and
+    /// what stays; `recover()` finishes a reap cut short. A removal never fails (what cannot
+    /// go stays, named), so reaping never stops the lifecycle.
     private func reap() throws {
         let state = try self.state().objectValue ?? StateObject()
         guard let made = state["madeUpdates"]?.objectValue, !made.isEmpty else { return }

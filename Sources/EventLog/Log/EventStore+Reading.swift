@@ -103,8 +103,9 @@ extension EventStore {
     ///   ``EventStoreError/compacted(seq:base:)`` when it comes before the base of a compacted
     ///   log (the state after the base's seq is the base itself);
     ///   ``EventStoreError/corruptRecord(seq:reason:)`` when a record between the keyframe before
-    ///   and `seq` fails its checksum or does not decode (and the state cannot be rolled back); ``EventStoreError/invalidWrite(_:)`` when
-    ///   one of their writes does not fit the state; an ``LMDBError`` when the read fails.
+    ///   and `seq` fails its checksum or does not decode (and the state is not rolled back);
+    ///   ``EventStoreError/invalidWrite(_:)`` when one of their writes does not fit the state;
+    ///   an ``LMDBError`` when the read fails.
     public func snapshot(after seq: UInt64) throws -> StateValue {
         try environment.read { txn in try state(after: seq, in: txn) }
     }
@@ -149,28 +150,29 @@ extension EventStore {
     /// one before and every write between only replaces a value: the writes are undone newest
     /// first, each putting back the value it replaced, which leaves every key where it was. So
     /// a snapshot rolls over at most about half a keyframe interval of such writes, not a whole
-    /// one. `nil` otherwise (a write in between adds or removes a value, a removed key would come
-    /// back at another position; or anything there fails to read, which the roll forward from
-    /// the keyframe before then reports only if it needs it).
+    /// one. `nil` otherwise: a write between adds or removes a value (undone, a removed key would
+    /// come back at another position), or something there fails to read (the roll forward from
+    /// the keyframe before then reports it, if it needs it). The writes are read before the
+    /// keyframe is decoded, so a window that cannot be undone costs only its first such record.
     private func rolledBack(to seq: UInt64, last: UInt64, in txn: borrowing Transaction) -> StateValue? {
         let attempt = try? nameCaches.using { names -> StateValue? in
-            let next = try txn.withCursor(keyframes) { cursor -> Keyframe? in
+            let nearer = try txn.withCursor(keyframes) { cursor -> UInt64? in
                 guard let after = try RecordCodec.withKey(seq + 1, { try cursor.seek(atOrAfter: $0) }) else { return nil }
-                let nextSeq = try RecordCodec.seq(fromKey: after.key)
-                let previousSeq = try cursor.previous().map { try RecordCodec.seq(fromKey: $0.key) } ?? 0
-                guard nextSeq <= last, nextSeq - seq < seq - previousSeq else { return nil }
-                return Keyframe(seq: nextSeq, state: try RecordCodec.decodeKeyframe(after.value, seq: nextSeq), bytes: after.value.count)
+                let next = try RecordCodec.seq(fromKey: after.key)
+                let previous = try cursor.previous().map { try RecordCodec.seq(fromKey: $0.key) } ?? 0
+                return next <= last && next - seq < seq - previous ? next : nil
             }
-            guard var keyframe = next else { return nil }
+            guard let next = nearer else { return nil }
             var undo: [(path: StatePath, old: StateValue)] = []
             var replacesOnly = true
-            try forEachStoredRecord(after: seq, through: keyframe.seq, in: txn) { recordSeq, bytes in
+            try forEachStoredRecord(after: seq, through: next, in: txn) { recordSeq, bytes in
                 replacesOnly = try RecordCodec.appendUndo(bytes, seq: recordSeq, names: names, to: &undo)
                 return replacesOnly
             }
-            guard replacesOnly else { return nil }
-            for write in undo.reversed() { _ = try keyframe.state.set(write.old, at: write.path) }
-            return keyframe.state
+            guard replacesOnly, let stored = try RecordCodec.withKey(next, { try txn.get(keyframes, key: $0) }) else { return nil }
+            var state = try RecordCodec.decodeKeyframe(stored, seq: next)
+            for write in undo.reversed() { _ = try state.set(write.old, at: write.path) }
+            return state
         }
         return attempt ?? nil
     }
