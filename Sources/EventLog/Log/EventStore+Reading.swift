@@ -95,17 +95,14 @@ extension EventStore {
     }
 
     /// The state right after event `seq` (0 gives the empty state before the first event):
-    /// the nearest keyframe at or before it plus the write sets after that keyframe, or, when
-    /// the next keyframe is nearer and the writes between only replace values, that keyframe
-    /// with those writes undone. Either way the same state, its keys in the same order.
+    /// the nearest keyframe at or before it plus the write sets after that keyframe.
     ///
     /// - Throws: ``EventStoreError/noSuchEvent(seq:last:)`` when `seq` is past the newest event;
     ///   ``EventStoreError/compacted(seq:base:)`` when it comes before the base of a compacted
     ///   log (the state after the base's seq is the base itself);
-    ///   ``EventStoreError/corruptRecord(seq:reason:)`` when a record between the keyframe before
-    ///   and `seq` fails its checksum or does not decode (and the state is not rolled back);
-    ///   ``EventStoreError/invalidWrite(_:)`` when one of their writes does not fit the state;
-    ///   an ``LMDBError`` when the read fails.
+    ///   ``EventStoreError/corruptRecord(seq:reason:)`` when a record between the keyframe and
+    ///   `seq` fails its checksum or does not decode; ``EventStoreError/invalidWrite(_:)`` when
+    ///   one of their writes does not fit the state; an ``LMDBError`` when the read fails.
     public func snapshot(after seq: UInt64) throws -> StateValue {
         try environment.read { txn in try state(after: seq, in: txn) }
     }
@@ -142,39 +139,7 @@ extension EventStore {
         guard seq >= base else { throw EventStoreError.compacted(seq: seq, base: base) }
         // The newest state is at hand unless a writer of this process holds it right now.
         if let known = tip.withLockIfAvailable({ $0.seq == seq ? $0.state : nil }), let state = known { return state }
-        if let state = rolledBack(to: seq, last: last, in: txn) { return state }
         return try rollForward(from: try keyframe(atOrBefore: seq, base: base, in: txn), to: seq, in: txn).state
-    }
-
-    /// The state after `seq` from the first keyframe after it, when that one is nearer than the
-    /// one before and every write between only replaces a value: the writes are undone newest
-    /// first, each putting back the value it replaced, which leaves every key where it was. So
-    /// a snapshot rolls over at most about half a keyframe interval of such writes, not a whole
-    /// one. `nil` otherwise: a write between adds or removes a value (undone, a removed key would
-    /// come back at another position), or something there fails to read (the roll forward from
-    /// the keyframe before then reports it, if it needs it). The writes are read before the
-    /// keyframe is decoded, so a window that cannot be undone costs only its first such record.
-    private func rolledBack(to seq: UInt64, last: UInt64, in txn: borrowing Transaction) -> StateValue? {
-        let attempt = try? nameCaches.using { names -> StateValue? in
-            let nearer = try txn.withCursor(keyframes) { cursor -> UInt64? in
-                guard let after = try RecordCodec.withKey(seq + 1, { try cursor.seek(atOrAfter: $0) }) else { return nil }
-                let next = try RecordCodec.seq(fromKey: after.key)
-                let previous = try cursor.previous().map { try RecordCodec.seq(fromKey: $0.key) } ?? 0
-                return next <= last && next - seq < seq - previous ? next : nil
-            }
-            guard let next = nearer else { return nil }
-            var undo: [(path: StatePath, old: StateValue)] = []
-            var replacesOnly = true
-            try forEachStoredRecord(after: seq, through: next, in: txn) { recordSeq, bytes in
-                replacesOnly = try RecordCodec.appendUndo(bytes, seq: recordSeq, names: names, to: &undo)
-                return replacesOnly
-            }
-            guard replacesOnly, let stored = try RecordCodec.withKey(next, { try txn.get(keyframes, key: $0) }) else { return nil }
-            var state = try RecordCodec.decodeKeyframe(stored, seq: next)
-            for write in undo.reversed() { _ = try state.set(write.old, at: write.path) }
-            return state
-        }
-        return attempt ?? nil
     }
 
     /// The newest state in the database and the keyframe progress since its last keyframe.

@@ -210,21 +210,6 @@ enum RecordCodec {
         guard reader.isAtEnd else { throw RecordDecodingError("\(reader.remaining) trailing bytes") }
     }
 
-    /// Appends the path and old value of each of the record's writes to `undo`, for rolling a
-    /// state back over it; returns `false` at the first write that adds or removes a value
-    /// rather than replacing one (undoing it in place is not exact).
-    static func appendUndo(_ bytes: UnsafeRawBufferPointer, seq: UInt64, names: NameCache?,
-                           to undo: inout [(path: StatePath, old: StateValue)]) throws(RecordDecodingError) -> Bool {
-        var reader = try writeSetReader(bytes, seq: seq, names: names)
-        for _ in 0..<(try reader.count()) {
-            let path = try reader.path()
-            guard let old = try reader.optionalValue(), try reader.skipOptionalValue() else { return false }
-            undo.append((path, old))
-        }
-        guard reader.isAtEnd else { throw RecordDecodingError("\(reader.remaining) trailing bytes") }
-        return true
-    }
-
     /// A reader over a checked record, positioned at its write count.
     private static func writeSetReader(_ bytes: UnsafeRawBufferPointer, seq: UInt64, names: NameCache?) throws(RecordDecodingError) -> BinaryReader {
         var (reader, _) = try verified(bytes, seq: seq, names: names)

@@ -244,7 +244,7 @@ enum LogCommands {
 
     static let snapshot = CommandSpec(
         name: "snapshot",
-        summary: "Print the state right after event N (from the nearest keyframe and the write sets between).",
+        summary: "Print the state right after event N (from the nearest keyframe plus write sets).",
         arguments: [.init(name: "N", help: "The seq (default: the newest; 0 is the empty state before the first event).", isOptional: true)],
         options: [.init(name: "path", value: "PATH", help: "Print only the value at PATH, such as messenger.selectedTab.")]
     ) { arguments, context in
