@@ -169,37 +169,36 @@ public struct AppDirectory: Sendable {
             default: "cannot remove updates/\(path): \(reason(code))"
             }
         }
-        for asset in assets {
-            var parts = asset.key.split(separator: "/").map(String.init)
+        /// Removes `path` (under `updates/`) with `body`, given its directory, opened without
+        /// crossing a link, and its name; `body` returns 0 or an errno, which is noted.
+        func remove(_ path: String, _ body: (_ directory: Int32, _ name: String) -> Int32) {
+            var parts = path.split(separator: "/").map(String.init)
             let name = parts.removeLast()
-            let (fd, code) = Self.openDirectory([id] + parts, under: updates)
-            guard fd >= 0 else { note(id + "/" + asset.key, code); continue }
+            let (fd, code) = Self.openDirectory(parts, under: updates)
+            guard fd >= 0 else { return note(path, code) }
             defer { close(fd) }
-            guard fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { note(id + "/" + asset.key, errno); continue }
-            // Only the bytes the client downloaded: a file put there since is someone's own.
-            guard info.st_mode & S_IFMT == S_IFREG, let hash = asset.hash, Files.sha256(of: name, in: fd) == hash else {
-                note(id + "/" + asset.key, EISDIR)
-                continue
+            note(path, body(fd, name))
+        }
+        for asset in assets {
+            remove(id + "/" + asset.key) { directory, name in
+                guard fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return errno }
+                // Only the bytes the client downloaded: a file put there since is someone's own.
+                guard info.st_mode & S_IFMT == S_IFREG, let hash = asset.hash, Files.sha256(of: name, in: directory) == hash else { return EISDIR }
+                guard unlinkat(directory, name, 0) == 0 else { return errno }
+                removed += 1
+                return 0
             }
-            guard unlinkat(fd, name, 0) == 0 else { note(id + "/" + asset.key, errno); continue }
-            removed += 1
         }
         // The directories on the keys' way, deepest first, then the update's own.
         let directories = Set(assets.map(\.key).flatMap { key in
             let parts = key.split(separator: "/").dropLast()
             return parts.indices.map { parts[...$0].joined(separator: "/") }
         }).sorted { ($0.split(separator: "/").count, $0) > ($1.split(separator: "/").count, $1) }
-        for directory in directories {
-            var parts = directory.split(separator: "/").map(String.init)
-            let name = parts.removeLast()
-            let (fd, code) = Self.openDirectory([id] + parts, under: updates)
-            guard fd >= 0 else { note(id + "/" + directory, code); continue }
-            defer { close(fd) }
-            note(id + "/" + directory, unlinkat(fd, name, AT_REMOVEDIR) == 0 ? 0 : errno)
+        for directory in directories + [""] {
+            remove(directory.isEmpty ? id : id + "/" + directory) { unlinkat($0, $1, AT_REMOVEDIR) == 0 ? 0 : errno }
         }
-        note(id, unlinkat(updates, id, AT_REMOVEDIR) == 0 ? 0 : errno)
         // The manifest last: until it goes, a removal cut short knows what to remove.
-        note(reaping, unlinkat(updates, reaping, 0) == 0 ? 0 : errno)
+        remove(reaping) { unlinkat($0, $1, 0) == 0 ? 0 : errno }
         if fsync(updates) != 0, left == nil { left = "cannot flush \(updatesPath): \(reason(errno))" }
         return (removed, left)
     }
